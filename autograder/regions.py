@@ -1,0 +1,108 @@
+"""Read the solution regions of `solutions/`: where each task's code lives.
+
+A region is the code between `### BEGIN SOLUTION (task L.N)` and
+`### END SOLUTION` (several ids: `(task 5.2, 7.1)`; the first one is the
+region's own task). From the regions we know each task's file and its
+*owners*: the top-level functions, classes or `Class.method`s that hold its
+code. The grader uses the owners to run a task's code over the reference
+version of everything else.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTIONS = REPO / "solutions"
+EXERCISES = REPO / "exercises"
+
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION \(task (?P<ids>\d+\.\d+(?:, *\d+\.\d+)*)\)[ \t]*$")
+END = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
+
+
+class RegionError(ValueError):
+    """A solution file whose markers are malformed."""
+
+
+@dataclass(frozen=True)
+class Region:
+    module: str  # file stem in solutions/, e.g. "engine"
+    tasks: tuple[str, ...]  # first = the region's own task
+    begin: int  # 1-based line of the BEGIN marker
+    end: int  # 1-based line of the END marker
+    indent: str
+    owner: str  # "Value.__add__", "trace", ...
+
+    @property
+    def task(self) -> str:
+        return self.tasks[0]
+
+
+def parse(text: str, module: str, filename: str = "<solution>") -> list[Region]:
+    """Find the regions of one solution file, checking that markers pair up and sit inside a function."""
+    owners = _owners_by_line(text, filename)
+    regions, open_at = [], None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if match := BEGIN.match(line):
+            if open_at:
+                raise RegionError(f"{filename}:{number}: BEGIN SOLUTION inside the region opened at line {open_at[0]}")
+            open_at = (number, match)
+        elif "BEGIN SOLUTION" in line:
+            raise RegionError(f"{filename}:{number}: write the marker as `### BEGIN SOLUTION (task L.N)`")
+        elif END.match(line):
+            if not open_at:
+                raise RegionError(f"{filename}:{number}: END SOLUTION without a BEGIN")
+            begin, match = open_at
+            owner = owners.get(begin)
+            if owner is None:
+                raise RegionError(f"{filename}:{begin}: a solution region must sit inside a function body")
+            ids = tuple(i.strip() for i in match["ids"].split(","))
+            regions.append(Region(module, ids, begin, number, match["indent"], owner))
+            open_at = None
+    if open_at:
+        raise RegionError(f"{filename}:{open_at[0]}: BEGIN SOLUTION is never closed")
+    return regions
+
+
+def _owners_by_line(text: str, filename: str) -> dict[int, str]:
+    """Map each line inside a top-level function or method to its owner's name."""
+    owners: dict[int, str] = {}
+
+    def claim(node: ast.AST, name: str) -> None:
+        for line in range(node.lineno, node.end_lineno + 1):
+            owners[line] = name
+
+    for node in ast.parse(text, filename).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            claim(node, node.name)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    claim(item, f"{node.name}.{item.name}")
+    return owners
+
+
+def solution_files(root: Path = SOLUTIONS) -> list[Path]:
+    return sorted(root.glob("*.py"))
+
+
+@cache
+def all_regions(root: Path = SOLUTIONS) -> tuple[Region, ...]:
+    return tuple(r for path in solution_files(root) for r in parse(path.read_text(), path.stem, str(path)))
+
+
+def module_of(task_id: str) -> str:
+    """The file (stem) that holds a task's code, e.g. `'engine'` for task 2.3."""
+    modules = {r.module for r in all_regions() if task_id in r.tasks}
+    if len(modules) != 1:
+        raise LookupError(f"task {task_id} has code in {sorted(modules) or 'no file'}; expected exactly one file")
+    return modules.pop()
+
+
+def owners_of(task_id: str) -> frozenset[str]:
+    """The functions and methods a task's code lives in, e.g. `{'Value.__add__'}`."""
+    return frozenset(r.owner for r in all_regions() if task_id in r.tasks)

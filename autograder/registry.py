@@ -1,0 +1,277 @@
+"""The course's lessons and tasks: titles, pages and hints, in one place.
+
+Task ids are `L.N` (lesson L, task N) and are spelled the same in the solution
+markers, the stubs' TODOs and errors, the page headings, the test markers and
+the scorecard. Which file and which functions a task lives in is not written
+here: `autograder.regions` reads it from the solution markers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    title: str
+    hints: tuple[str, ...]
+
+    @property
+    def lesson(self) -> int:
+        return int(self.id.split(".")[0])
+
+    @property
+    def anchor(self) -> str:
+        """The id of the task's heading on its page, e.g. `task-2-3`."""
+        return "task-" + self.id.replace(".", "-")
+
+
+@dataclass(frozen=True)
+class Lesson:
+    number: int
+    slug: str
+    title: str
+    tasks: tuple[Task, ...] = field(default=())
+
+    @property
+    def page(self) -> str:
+        """The page's source file, relative to the repository root."""
+        return f"course/{self.slug}.md"
+
+
+def _lesson(number: int, slug: str, title: str, *tasks: tuple) -> Lesson:
+    return Lesson(number, f"{number:02d}-{slug}", title, tuple(Task(*t[:2], tuple(t[2])) for t in tasks))
+
+
+LESSONS: tuple[Lesson, ...] = (
+    _lesson(0, "welcome", "Welcome and set-up"),
+    _lesson(
+        1, "derivatives", "Derivatives from first principles",
+        ("1.1", "forward_difference", [
+            "The slope is rise over run: how much fn changes, divided by how far x moved.",
+            "Evaluate fn at x and at x + h; return the difference divided by h.",
+            "A step h that is zero or negative has no meaning here: raise ValueError with a message that says so.",
+        ]),
+        ("1.2", "central_difference", [
+            "Step the same distance h to both sides of x.",
+            "The run is now 2h: (fn(x + h) - fn(x - h)) / (2 * h).",
+            "Refuse h <= 0 with a ValueError, as in task 1.1.",
+        ]),
+        ("1.3", "partial_derivative", [
+            "Nudge one argument only; every other argument keeps its value.",
+            "Copy args into a list, add h to element i, and compare fn(*nudged) with fn(*args).",
+            "Check h > 0 (ValueError) and that i names an argument (IndexError).",
+        ]),
+    ),
+    _lesson(
+        2, "value", "A number that remembers: the Value object",
+        ("2.1", "Value.__init__", [
+            "Store every argument on self; `grad` always starts at 0.0.",
+            "`_prev` is a set made from the tuple `_children`, so a child used twice is stored once.",
+            "`_backward` starts as a function that does nothing: `lambda: None`.",
+        ]),
+        ("2.2", "Value.__repr__", [
+            "Return a string; Python prints it for the Value in the REPL.",
+            "An f-string does it: the class name, then `(data=...)` with the number.",
+        ]),
+        ("2.3", "Value.__add__ forward", [
+            "The result is a new Value; neither input changes.",
+            "Its data is the sum of the two `.data`; its children are `(self, other)`; its op is '+'.",
+            "`other` may be a plain number: wrap it with `Value(other)` before using `.data`.",
+        ]),
+        ("2.4", "Value.__mul__ forward", [
+            "Same shape as `__add__`, with a product and the op '*'.",
+            "Wrap a plain number first, exactly as in task 2.3.",
+        ]),
+    ),
+    _lesson(
+        3, "graph", "Seeing the graph",
+        ("3.1", "trace", [
+            "Walk from the root through `_prev` and collect every Value you reach.",
+            "Record an edge (child, parent) for each child of each node you visit.",
+            "Keep a set of visited nodes so a Value used twice is visited once.",
+        ]),
+        ("3.2", "draw_dot", [
+            "Make `Digraph(graph_attr={'rankdir': 'LR'})` and call `trace(root)`.",
+            "One `shape='record'` node per Value named `str(id(v))`, label `{ label | data %.4f | grad %.4f }`.",
+            "For a Value with an `_op`, add a node named `str(id(v)) + v._op` and an edge from it to the Value; children link to that op node.",
+        ]),
+    ),
+    _lesson(
+        4, "backprop-by-hand", "Backpropagation by hand",
+        ("4.1", "numerical_gradient", [
+            "Evaluate the expression twice: with the inputs as given, and with one leaf nudged by h.",
+            "The expression may return a Value or a number: compare `.data` when there is one.",
+            "An unknown leaf name is a KeyError that lists the known names.",
+        ]),
+        ("4.2", "hand_gradients", [
+            "Start at the output: dL/dL = 1. L = d·f, so dL/dd = f and dL/df = d.",
+            "A '+' node passes its gradient unchanged to both inputs: dL/dc = dL/de = dL/dd.",
+            "A '*' node sends each input the other input's value times the gradient: dL/da = b · dL/de.",
+        ]),
+        ("4.3", "ascent_step", [
+            "Each leaf's `.grad` says which way its `.data` should move to make L grow.",
+            "Add `step_size * leaf.grad` to `leaf.data`, for every leaf.",
+        ]),
+    ),
+    _lesson(
+        5, "chain-rule", "The chain rule and a neuron",
+        ("5.1", "Value.tanh", [
+            "Forward: `math.tanh(self.data)`, one child, op 'tanh'.",
+            "The local derivative of tanh(x) is 1 - tanh(x)²: reuse the forward result.",
+            "In `_backward`, add `(1 - t**2) * out.grad` to `self.grad`.",
+        ]),
+        ("5.2", "Value.__add__ backward", [
+            "The local derivative of a + b is 1 for both a and b.",
+            "Chain rule: each child receives 1 × out.grad.",
+        ]),
+        ("5.3", "Value.__mul__ backward", [
+            "The local derivative of a·b is b with respect to a, and a with respect to b.",
+            "Chain rule: `self.grad` gets `other.data * out.grad`, `other.grad` gets `self.data * out.grad`.",
+        ]),
+    ),
+    _lesson(
+        6, "backward", "Backward, automatically",
+        ("6.1", "Value.backward", [
+            "Order the nodes so that every node comes after all of its children (a topological order).",
+            "Set `self.grad = 1.0`, then call `_backward` of each node from the last in that order to the first.",
+            "Mark nodes as visited so each `_backward` runs exactly once, even in a diamond.",
+        ]),
+        ("6.2", "Value.backward on a million-deep graph", [
+            "A recursive depth-first search uses one Python frame per level: about 1,000 levels and it stops.",
+            "Do the same search with your own list as a stack instead of the call stack.",
+            "Push (node, False); when popped, push (node, True) and the children; on (node, True) the children are done: append the node.",
+        ]),
+    ),
+    _lesson(
+        7, "accumulation", "The accumulation bug",
+        ("7.1", "every _backward accumulates", [
+            "`b = a + a`: both of b's inputs are a, so a must receive two contributions.",
+            "In every `_backward`, add to the children's grad (`+=`) instead of assigning it (`=`).",
+            "Check `__add__`, `__mul__` and `tanh`: all three closures.",
+        ]),
+    ),
+    _lesson(
+        8, "operations", "A full set of operations",
+        ("8.1", "Value.__radd__ and __rmul__", [
+            "`1 + a` asks int first; when int gives up, Python calls `a.__radd__(1)`.",
+            "Addition and multiplication commute: return `self + other` (or `self * other`).",
+        ]),
+        ("8.2", "Value.__pow__", [
+            "Refuse anything but an int or float exponent with a TypeError.",
+            "Forward: `self.data ** other`, one child, op `f'**{other}'`.",
+            "Power rule: `self.grad += other * self.data ** (other - 1) * out.grad`.",
+        ]),
+        ("8.3", "Value.__neg__, __sub__ and __rsub__", [
+            "Build each from operations you already have, so their backward comes for free.",
+            "-a is a * -1; a - b is a + (-b); 1 - a is 1 + (-a).",
+        ]),
+        ("8.4", "Value.__truediv__ and __rtruediv__", [
+            "Division is multiplication by a power: a / b = a · b⁻¹.",
+            "`self * other**-1`, and for `10.0 / a`: `other * self**-1`.",
+        ]),
+        ("8.5", "Value.exp", [
+            "Forward: `math.exp(self.data)`, op 'exp'.",
+            "The derivative of eˣ is eˣ: the output's own data.",
+        ]),
+        ("8.6", "Value.relu", [
+            "Forward: 0 for a negative input, the input itself otherwise; op 'ReLU'.",
+            "Backward: the gradient passes only where the output is positive (not at exactly 0).",
+        ]),
+    ),
+    _lesson(
+        9, "pytorch", "Checking against PyTorch",
+        ("9.1", "torch_neuron", [
+            "Make each input a float64 scalar: `torch.tensor(x1, dtype=torch.double, requires_grad=True)`.",
+            "Build n the same way as with Value, take `torch.tanh(n)`, call `.backward()` on it.",
+            "Read `.item()` of the output and of each leaf's `.grad`.",
+        ]),
+        ("9.2", "Tanh autograd Function", [
+            "forward(ctx, x) computes t = torch.tanh(x) and keeps it with `ctx.save_for_backward(t)`.",
+            "backward(ctx, grad_output) reads `(t,) = ctx.saved_tensors`.",
+            "Return the local derivative times the incoming gradient: `(1 - t**2) * grad_output`.",
+        ]),
+    ),
+    _lesson(
+        10, "nn", "A neural network library",
+        ("10.1", "Module", [
+            "A bare Module has no parameters: return an empty list.",
+            "zero_grad walks `self.parameters()` and sets each `grad` to 0.0; subclasses inherit it.",
+        ]),
+        ("10.2", "Neuron", [
+            "Draw the nin weights first, then the bias, each `Value(random.uniform(-1, 1))`.",
+            "The sum w·x + b: start from the bias and add each `wi * xi`.",
+            "Apply the activation by name with `getattr(z, self.act)()`, unless `nonlin` is False.",
+        ]),
+        ("10.3", "Layer", [
+            "A layer is a list of `nout` neurons, each with `nin` inputs; pass the keyword arguments on.",
+            "Call every neuron on the same x; return the single Value when there is only one neuron.",
+            "parameters(): every neuron's parameters, flattened in order.",
+        ]),
+        ("10.4", "MLP", [
+            "sizes = [nin] + nouts; layer i maps sizes[i] inputs to sizes[i+1] outputs.",
+            "With `linear_output=True`, only the last layer gets `nonlin=False`.",
+            "Call the layers one after the other, each on the previous one's output.",
+        ]),
+    ),
+    _lesson(
+        11, "training", "Loss and gradient descent",
+        ("11.1", "squared_error_loss", [
+            "For each example, (prediction - target) ** 2.",
+            "Add them all up into one Value: `sum(..., Value(0.0))`.",
+        ]),
+        ("11.2", "sgd_step", [
+            "Gradient descent moves against the gradient: `p.data += -learning_rate * p.grad`.",
+            "Change `.data` only: the gradients are zeroed by the training loop, not here.",
+        ]),
+        ("11.3", "train", [
+            "Each step: predictions for every example, the loss, `zero_grad`, `backward`, `sgd_step`.",
+            "Zero the gradients every step, before backward: otherwise they pile up from step to step.",
+            "Record `loss.data` (a float) for each step and return the list.",
+        ]),
+    ),
+    _lesson(
+        12, "classifier", "A real classifier",
+        ("12.1", "hinge_loss", [
+            "For one example the loss is relu(1 - y · score): zero once the score is on the right side by a margin of 1.",
+            "Average over the examples: sum, then multiply by 1 / n.",
+        ]),
+        ("12.2", "l2_penalty", [
+            "Square every parameter (p * p) and add them up into one Value.",
+            "Multiply the sum by alpha.",
+        ]),
+        ("12.3", "accuracy", [
+            "An example is right when its score has the sign of its label.",
+            "Count the right ones and divide by the number of examples; a score of exactly 0 is never right.",
+        ]),
+        ("12.4", "train_classifier", [
+            "Each step: scores, total loss = hinge_loss + l2_penalty, zero_grad, backward, update.",
+            "The learning rate of step k is 1.0 - 0.9 * k / steps.",
+            "Record (loss.data, accuracy) for each step; with batch_size, sample indices with random.Random(seed).",
+        ]),
+    ),
+    _lesson(13, "further", "From micrograd to PyTorch, and further"),
+)
+
+TASKS: dict[str, Task] = {t.id: t for lesson in LESSONS for t in lesson.tasks}
+LESSON_OF: dict[str, Lesson] = {t.id: lesson for lesson in LESSONS for t in lesson.tasks}
+
+
+def lesson(number: int) -> Lesson:
+    for candidate in LESSONS:
+        if candidate.number == number:
+            return candidate
+    raise KeyError(f"there is no lesson {number}; lessons are 0 to {LESSONS[-1].number}")
+
+
+def task(task_id: str) -> Task:
+    try:
+        return TASKS[task_id]
+    except KeyError:
+        raise KeyError(f"there is no task {task_id!r}; tasks look like 2.3 (see `python -m autograder tasks`)") from None
+
+
+def sort_key(task_id: str) -> tuple[int, int]:
+    lesson_number, number = task_id.split(".")
+    return int(lesson_number), int(number)

@@ -1,0 +1,80 @@
+"""A real classifier: separate two interleaving half-moons with an MLP (lesson 12).
+
+Tasks in this file: 12.1 `hinge_loss` · 12.2 `l2_penalty` · 12.3 `accuracy` ·
+12.4 `train_classifier`.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+from contextlib import contextmanager
+
+from .engine import Value
+from .nn import MLP, Module
+
+
+def moons(n_samples: int = 100, noise: float = 0.1, seed: int = 1) -> tuple[list[list[float]], list[int]]:
+    """Two interleaving half-moons from scikit-learn, with labels mapped from 0/1 to -1/+1."""
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(n_samples=n_samples, noise=noise, random_state=seed)
+    return X.tolist(), [int(label) * 2 - 1 for label in y]
+
+
+def classifier_model(seed: int = 1337) -> MLP:
+    """The lesson's network: MLP(2, [16, 16, 1]), ReLU hidden layers, a linear output score."""
+    random.seed(seed)
+    return MLP(2, [16, 16, 1], act="relu", linear_output=True)
+
+
+def hinge_loss(scores: list[Value], labels: list[int]) -> Value:
+    """Return the max-margin loss: the mean of relu(1 - yᵢ·scoreᵢ) over the examples (task 12.1)."""
+    # TODO(task 12.1): hinge_loss. See the docstring above.
+    raise NotImplementedError("task 12.1: hinge_loss")
+
+
+def l2_penalty(parameters: list[Value], alpha: float = 1e-4) -> Value:
+    """Return α·Σ p², the regularisation term that keeps the weights small (task 12.2)."""
+    # TODO(task 12.2): l2_penalty. See the docstring above.
+    raise NotImplementedError("task 12.2: l2_penalty")
+
+
+def accuracy(scores: list[Value], labels: list[int]) -> float:
+    """Return the share of examples with sign(score) = label, between 0 and 1 (task 12.3).
+
+    A score of exactly 0 counts as wrong for either label.
+    """
+    # TODO(task 12.3): accuracy. See the docstring above.
+    raise NotImplementedError("task 12.3: accuracy")
+
+
+def train_classifier(
+    model: Module, X: list[list[float]], y: list[int], steps: int = 100, batch_size: int | None = None, seed: int = 0
+) -> list[tuple[float, float]]:
+    """Train with hinge loss + L2 and return `(loss, accuracy)` for each step (task 12.4).
+
+    Step k of `steps` uses the learning rate 1.0 - 0.9·k/steps (1.0 down to
+    0.1), zeroes the gradients, backpropagates `hinge_loss + l2_penalty` and
+    moves each parameter by -lr·grad. With `batch_size`, each step uses a
+    random batch of that many examples (drawn with `random.Random(seed)`).
+    """
+    # TODO(task 12.4): train_classifier. See the docstring above.
+    raise NotImplementedError("task 12.4: train_classifier")
+
+
+@contextmanager
+def collect_garbage_once_per_step():
+    """Pause Python's cyclic garbage collector; yield `gc.collect` to call once per step.
+
+    Every `_backward` closure refers to its own output, so each step leaves a
+    graph full of reference cycles; with automatic collection Python walks the
+    ever larger live graph again and again (lesson 13 measures it).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield gc.collect
+    finally:
+        if was_enabled:
+            gc.enable()

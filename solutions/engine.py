@@ -1,0 +1,214 @@
+"""A scalar autograd engine: the `Value` class, built over lessons 2 and 5 to 8.
+
+A `Value` wraps one number, remembers the Values it was computed from, and can
+push gradients back to them with the chain rule.
+
+Tasks in this file:
+
+- 2.1 `Value.__init__` · 2.2 `Value.__repr__` · 2.3 `__add__` forward · 2.4 `__mul__` forward
+- 5.1 `tanh` · 5.2 `__add__` backward · 5.3 `__mul__` backward
+- 6.1 `backward` · 6.2 `backward` on a million-deep graph
+- 7.1 every `_backward` accumulates (`+=`)
+- 8.1 `__radd__`, `__rmul__` · 8.2 `__pow__` · 8.3 `__neg__`, `__sub__`, `__rsub__`
+- 8.4 `__truediv__`, `__rtruediv__` · 8.5 `exp` · 8.6 `relu`
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class Value:
+    """One scalar in a computation graph, with the gradient of the output w.r.t. it."""
+
+    def __init__(self, data: float, _children: tuple = (), _op: str = "", label: str = ""):
+        """Wrap the number `data` (task 2.1).
+
+        Sets `data`, `grad = 0.0`, `_prev` (the set of the Values in `_children`),
+        `_op` (the symbol of the operation that made this Value, `''` for a leaf),
+        `label` (a name for drawing), and `_backward`, a function that does nothing
+        for now (operations replace it).
+        """
+        ### BEGIN SOLUTION (task 2.1)
+        self.data = data
+        self.grad = 0.0
+        self._backward = lambda: None
+        self._prev = set(_children)
+        self._op = _op
+        self.label = label
+        ### END SOLUTION
+
+    def __repr__(self) -> str:
+        """Return `Value(data=4.0)`: the class name and the data (task 2.2)."""
+        ### BEGIN SOLUTION (task 2.2)
+        return f"Value(data={self.data})"
+        ### END SOLUTION
+
+    def __add__(self, other: Value | float) -> Value:
+        """Return `self + other` as a new Value with children `(self, other)` and op `'+'`.
+
+        Forward pass: task 2.3; `other` may be a plain number, which is wrapped as
+        `Value(other)` first. Backward (the `_backward` closure): task 5.2.
+        """
+        ### BEGIN SOLUTION (task 2.3)
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data + other.data, (self, other), "+")
+        ### END SOLUTION
+
+        def _backward():
+            # d(out)/d(self) = d(out)/d(other) = 1
+            ### BEGIN SOLUTION (task 5.2, 7.1)
+            self.grad += out.grad
+            other.grad += out.grad
+            ### END SOLUTION
+
+        out._backward = _backward
+        return out
+
+    def __mul__(self, other: Value | float) -> Value:
+        """Return `self * other` as a new Value with children `(self, other)` and op `'*'`.
+
+        Forward pass: task 2.4; a plain number is wrapped as `Value(other)` first.
+        Backward: task 5.3.
+        """
+        ### BEGIN SOLUTION (task 2.4)
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data * other.data, (self, other), "*")
+        ### END SOLUTION
+
+        def _backward():
+            # d(out)/d(self) = other, d(out)/d(other) = self
+            ### BEGIN SOLUTION (task 5.3, 7.1)
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+            ### END SOLUTION
+
+        out._backward = _backward
+        return out
+
+    def tanh(self) -> Value:
+        """Return tanh(self) with op `'tanh'`; its local derivative is 1 - tanh² (task 5.1)."""
+        ### BEGIN SOLUTION (task 5.1)
+        t = math.tanh(self.data)
+        out = Value(t, (self,), "tanh")
+        ### END SOLUTION
+
+        def _backward():
+            ### BEGIN SOLUTION (task 5.1, 7.1)
+            self.grad += (1 - t**2) * out.grad
+            ### END SOLUTION
+
+        out._backward = _backward
+        return out
+
+    def backward(self) -> None:
+        """Fill `grad` of every Value this one depends on (tasks 6.1 and 6.2).
+
+        Lists the graph in topological order (every node after all of its
+        children), sets `self.grad = 1.0`, then calls each node's `_backward`
+        once, from `self` back to the leaves. Task 6.2: no recursion, so that a
+        chain a million operations deep works under Python's default recursion limit.
+        """
+        ### BEGIN SOLUTION (task 6.1, 6.2)
+        topo, visited = [], set()
+        stack = [(self, False)]
+        while stack:
+            v, children_done = stack.pop()
+            if children_done:
+                topo.append(v)
+            elif v not in visited:
+                visited.add(v)
+                stack.append((v, True))
+                stack.extend((child, False) for child in v._prev)
+        self.grad = 1.0
+        for v in reversed(topo):
+            v._backward()
+        ### END SOLUTION
+
+    def __radd__(self, other: float) -> Value:
+        """Return `other + self` for a plain number `other`, as in `1 + a` (task 8.1)."""
+        ### BEGIN SOLUTION (task 8.1)
+        return self + other
+        ### END SOLUTION
+
+    def __rmul__(self, other: float) -> Value:
+        """Return `other * self` for a plain number `other`, as in `2 * a` (task 8.1)."""
+        ### BEGIN SOLUTION (task 8.1)
+        return self * other
+        ### END SOLUTION
+
+    def __pow__(self, other: int | float) -> Value:
+        """Return `self ** other` for an int or float exponent, with op `'**k'` (task 8.2).
+
+        The exponent is a plain number, not a Value: anything else raises a
+        `TypeError` that says so. Local derivative: other · self^(other - 1).
+        """
+        ### BEGIN SOLUTION (task 8.2)
+        if isinstance(other, bool) or not isinstance(other, (int, float)):
+            raise TypeError(f"Value ** only takes an int or float exponent, not {type(other).__name__}")
+        out = Value(self.data**other, (self,), f"**{other}")
+
+        def _backward():
+            self.grad += other * self.data ** (other - 1) * out.grad
+
+        out._backward = _backward
+        return out
+        ### END SOLUTION
+
+    def __neg__(self) -> Value:
+        """Return `-self`, built as `self * -1` (task 8.3)."""
+        ### BEGIN SOLUTION (task 8.3)
+        return self * -1
+        ### END SOLUTION
+
+    def __sub__(self, other: Value | float) -> Value:
+        """Return `self - other`, built as `self + (-other)` (task 8.3)."""
+        ### BEGIN SOLUTION (task 8.3)
+        return self + (-other)
+        ### END SOLUTION
+
+    def __rsub__(self, other: float) -> Value:
+        """Return `other - self` for a plain number `other`, as in `1 - a` (task 8.3)."""
+        ### BEGIN SOLUTION (task 8.3)
+        return other + (-self)
+        ### END SOLUTION
+
+    def __truediv__(self, other: Value | float) -> Value:
+        """Return `self / other`, built as `self * other**-1` (task 8.4)."""
+        ### BEGIN SOLUTION (task 8.4)
+        return self * other**-1
+        ### END SOLUTION
+
+    def __rtruediv__(self, other: float) -> Value:
+        """Return `other / self` for a plain number `other`, as in `10.0 / a` (task 8.4)."""
+        ### BEGIN SOLUTION (task 8.4)
+        return other * self**-1
+        ### END SOLUTION
+
+    def exp(self) -> Value:
+        """Return e^self with op `'exp'`; the derivative of e^x is e^x itself (task 8.5)."""
+        ### BEGIN SOLUTION (task 8.5)
+        out = Value(math.exp(self.data), (self,), "exp")
+
+        def _backward():
+            self.grad += out.data * out.grad
+
+        out._backward = _backward
+        return out
+        ### END SOLUTION
+
+    def relu(self) -> Value:
+        """Return max(0, self) with op `'ReLU'` (task 8.6).
+
+        The gradient passes where the output is positive and is blocked
+        elsewhere, including at exactly 0.
+        """
+        ### BEGIN SOLUTION (task 8.6)
+        out = Value(max(0.0, self.data), (self,), "ReLU")
+
+        def _backward():
+            self.grad += (out.data > 0) * out.grad
+
+        out._backward = _backward
+        return out
+        ### END SOLUTION

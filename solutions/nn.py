@@ -1,0 +1,122 @@
+"""A small neural-net library on top of `Value`: Module, Neuron, Layer, MLP (lesson 10).
+
+Tasks in this file: 10.1 `Module` · 10.2 `Neuron` · 10.3 `Layer` · 10.4 `MLP`.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .engine import Value
+
+
+class Module:
+    """Anything with parameters: it can list them and reset their gradients."""
+
+    def zero_grad(self) -> None:
+        """Set the `grad` of every parameter to 0 (task 10.1)."""
+        ### BEGIN SOLUTION (task 10.1)
+        for p in self.parameters():
+            p.grad = 0.0
+        ### END SOLUTION
+
+    def parameters(self) -> list[Value]:
+        """Return the list of parameters; a bare Module has none (task 10.1)."""
+        ### BEGIN SOLUTION (task 10.1)
+        return []
+        ### END SOLUTION
+
+
+class Neuron(Module):
+    """act(w·x + b) for `nin` inputs."""
+
+    def __init__(self, nin: int, act: str = "tanh", nonlin: bool = True):
+        """Draw `nin` weights `self.w` and a bias `self.b`, each `Value(random.uniform(-1, 1))` (task 10.2).
+
+        Draw the weights first, in order, then the bias. `act` names the Value
+        method applied to the sum (`'tanh'` or `'relu'`); with `nonlin=False`
+        the neuron is linear and returns the sum itself.
+        """
+        ### BEGIN SOLUTION (task 10.2)
+        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
+        self.b = Value(random.uniform(-1, 1))
+        self.act = act
+        self.nonlin = nonlin
+        ### END SOLUTION
+
+    def __call__(self, x: list[Value | float]) -> Value:
+        """Return act(w·x + b) for the inputs `x` (task 10.2)."""
+        ### BEGIN SOLUTION (task 10.2)
+        z = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
+        return getattr(z, self.act)() if self.nonlin else z
+        ### END SOLUTION
+
+    def parameters(self) -> list[Value]:
+        """Return the weights, then the bias (task 10.2)."""
+        ### BEGIN SOLUTION (task 10.2)
+        return self.w + [self.b]
+        ### END SOLUTION
+
+    def __repr__(self) -> str:
+        return f"{self.act if self.nonlin else 'Linear'}Neuron({len(self.w)})"
+
+
+class Layer(Module):
+    """`nout` neurons, each seeing the same `nin` inputs."""
+
+    def __init__(self, nin: int, nout: int, **kwargs):
+        """Make `nout` neurons `Neuron(nin, **kwargs)`, kept in `self.neurons` (task 10.3)."""
+        ### BEGIN SOLUTION (task 10.3)
+        self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]
+        ### END SOLUTION
+
+    def __call__(self, x: list[Value | float]) -> Value | list[Value]:
+        """Return each neuron's output, or the single Value itself when the layer has one neuron (task 10.3)."""
+        ### BEGIN SOLUTION (task 10.3)
+        outs = [n(x) for n in self.neurons]
+        return outs[0] if len(outs) == 1 else outs
+        ### END SOLUTION
+
+    def parameters(self) -> list[Value]:
+        """Return every neuron's parameters, neuron by neuron (task 10.3)."""
+        ### BEGIN SOLUTION (task 10.3)
+        return [p for n in self.neurons for p in n.parameters()]
+        ### END SOLUTION
+
+    def __repr__(self) -> str:
+        return f"Layer[{', '.join(str(n) for n in self.neurons)}]"
+
+
+class MLP(Module):
+    """A multi-layer perceptron: layers of sizes `nouts` applied one after the other."""
+
+    def __init__(self, nin: int, nouts: list[int], act: str = "tanh", linear_output: bool = False):
+        """Make `Layer(sizes[i], sizes[i+1], ...)` for sizes = [nin] + nouts, kept in `self.layers` (task 10.4).
+
+        Every neuron uses `act`; with `linear_output=True` the last layer's
+        neurons are linear (`nonlin=False`), as a classifier's scores should be.
+        """
+        ### BEGIN SOLUTION (task 10.4)
+        sizes = [nin] + nouts
+        self.layers = [
+            Layer(sizes[i], sizes[i + 1], act=act, nonlin=not (linear_output and i == len(nouts) - 1))
+            for i in range(len(nouts))
+        ]
+        ### END SOLUTION
+
+    def __call__(self, x: list[Value | float]) -> Value | list[Value]:
+        """Feed `x` through every layer in turn (task 10.4)."""
+        ### BEGIN SOLUTION (task 10.4)
+        for layer in self.layers:
+            x = layer(x)
+        return x
+        ### END SOLUTION
+
+    def parameters(self) -> list[Value]:
+        """Return every layer's parameters, layer by layer (task 10.4)."""
+        ### BEGIN SOLUTION (task 10.4)
+        return [p for layer in self.layers for p in layer.parameters()]
+        ### END SOLUTION
+
+    def __repr__(self) -> str:
+        return f"MLP of [{', '.join(str(layer) for layer in self.layers)}]"
