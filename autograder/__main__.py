@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from . import registry
+from .regions import EXERCISES
 from .report import grade_command, page_link
 
 
@@ -18,7 +20,7 @@ def _sync(args: argparse.Namespace) -> int:
     from . import sync
 
     if args.check:
-        diffs = sync.check()
+        diffs = sync.check(args.into)
         for diff in diffs:
             print(diff)
         if diffs:
@@ -27,11 +29,11 @@ def _sync(args: argparse.Namespace) -> int:
             return 1
         print("exercises/ matches solutions/")
         return 0
-    written, refused = sync.sync(force=args.force)
+    written, refused = sync.sync(args.into, force=args.force)
     for name in written:
-        print(f"wrote exercises/{name}")
+        print(f"wrote {args.into / name}")
     for name in refused:
-        print(f"kept exercises/{name}: it differs from what sync last wrote (your work?); "
+        print(f"kept {args.into / name}: it differs from what sync last wrote (your work?); "
               "use --force to replace it (a .bak copy is kept)", file=sys.stderr)
     if not written and not refused:
         print("exercises/ is up to date")
@@ -66,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p = commands.add_parser("sync", help="regenerate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 with a diff if they disagree")
     p.add_argument("--force", action="store_true", help="also replace exercise files you changed (keeps a .bak)")
+    p.add_argument("--into", type=Path, default=EXERCISES, metavar="DIR", help="the folder to write (default: exercises/)")
     p.set_defaults(run=_sync)
     p = commands.add_parser("hint", help="print the hints of a task")
     p.add_argument("task", metavar="L.N")

@@ -19,7 +19,7 @@ from .checks import CheckFailed
 from .loading import LearnerCodeError, where_in
 from .regions import REPO
 
-TEST_TIMEOUT = 10  # seconds per test; an infinite loop costs only its own test
+TEST_TIMEOUT = 10  # seconds per test (pytest-timeout's --timeout overrides); an endless loop costs only its test
 # SIGALRM interrupts only the test; Windows has no SIGALRM, and the thread method ends the whole run.
 TIMEOUT_METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 GRADER = pytest.StashKey["Grader"]()
@@ -47,6 +47,7 @@ class Grader:
         if not self.root.is_dir():
             raise pytest.UsageError(f"--impl {impl}: no such folder ({self.root})")
         self.impl_option = "" if impl == "exercises" else f" --impl {impl}"
+        self.timeout = config.getoption("timeout", None) or TEST_TIMEOUT
         self.results: dict[str, report.TestResult] = {}
         self.selected: list[str] = []
 
@@ -70,6 +71,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("show_code"):
         config.option.tbstyle = "no"
         config.option.reportchars = ""
+        if config.option.verbose == 0:
+            config.option.verbose = -1  # no pytest header: the scorecard is the report
 
 
 def task_marker(item: pytest.Item) -> tuple[str, int, str]:
@@ -105,7 +108,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             continue
         keep.append(item)
         if not item.get_closest_marker("timeout"):
-            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT, method=TIMEOUT_METHOD))
+            item.add_marker(pytest.mark.timeout(grader.timeout, method=TIMEOUT_METHOD))
         grader.results[item.nodeid] = report.TestResult(
             item.nodeid, describe(item), task_id, points, hint, hidden=item.get_closest_marker("hidden") is not None)
     if drop:
@@ -114,7 +117,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     grader.selected = sorted({r.task for r in grader.results.values()}, key=registry.sort_key)
 
 
-def classify(excinfo: pytest.ExceptionInfo, task_id: str, root: Path) -> tuple[str, str]:
+def classify(excinfo: pytest.ExceptionInfo, task_id: str, root: Path, timeout: float) -> tuple[str, str]:
     """Sort a test's exception into a status and a message for the learner."""
     exc = excinfo.value
     where = where_in(exc, root)
@@ -128,7 +131,7 @@ def classify(excinfo: pytest.ExceptionInfo, task_id: str, root: Path) -> tuple[s
     if isinstance(exc, LearnerCodeError):
         return ("timed out" if exc.timed_out else "error"), str(exc)
     if type(exc).__name__ == "Failed" and str(exc).startswith("Timeout"):
-        return "timed out", f"stopped after {TEST_TIMEOUT} s: is there an endless loop?{at}"
+        return "timed out", f"stopped after {timeout:g} s: is there an endless loop?{at}"
     if isinstance(exc, CheckFailed):
         return "failed", exc.explain() + at
     if isinstance(exc, AssertionError):
@@ -139,7 +142,8 @@ def classify(excinfo: pytest.ExceptionInfo, task_id: str, root: Path) -> tuple[s
         return "error", f"RecursionError: the code recursed too deep{at}"
     text = str(exc)
     text = text if len(text) <= 300 else text[:300] + "…"
-    return "error", f"your code raised {type(exc).__name__}: {text}{at}"
+    who = "your code" if where else "the check"
+    return "error", f"{who} raised {type(exc).__name__}: {text}{at}"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -149,7 +153,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     result = grader.results.get(item.nodeid)
     if result is None or call.excinfo is None or result.status != "passed":
         return rep
-    result.status, result.message = classify(call.excinfo, result.task, grader.root)
+    result.status, result.message = classify(call.excinfo, result.task, grader.root, grader.timeout)
     if call.when == "teardown" and result.status == "not started":
         result.status = "error"
     return rep

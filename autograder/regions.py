@@ -51,7 +51,7 @@ def parse(text: str, module: str, filename: str = "<solution>") -> list[Region]:
             if open_at:
                 raise RegionError(f"{filename}:{number}: BEGIN SOLUTION inside the region opened at line {open_at[0]}")
             open_at = (number, match)
-        elif "BEGIN SOLUTION" in line:
+        elif line.lstrip().startswith("#") and "BEGIN SOLUTION" in line:
             raise RegionError(f"{filename}:{number}: write the marker as `### BEGIN SOLUTION (task L.N)`")
         elif END.match(line):
             if not open_at:

@@ -245,10 +245,10 @@ LESSONS: tuple[Lesson, ...] = (
             "An example is right when its score has the sign of its label.",
             "Count the right ones and divide by the number of examples; a score of exactly 0 is never right.",
         ]),
-        ("12.4", "train_classifier", [
-            "Each step: scores, total loss = hinge_loss + l2_penalty, zero_grad, backward, update.",
-            "The learning rate of step k is 1.0 - 0.9 * k / steps.",
-            "Record (loss.data, accuracy) for each step; with batch_size, sample indices with random.Random(seed).",
+        ("12.4", "train_step and train_classifier", [
+            "train_step: scores, total loss = hinge_loss + l2_penalty, zero_grad, backward, update; return floats.",
+            "train_classifier calls train_step once per step with the learning rate 1.0 - 0.9 * k / steps.",
+            "With batch_size, draw the batch's indices with random.Random(seed).sample; collect the step's (loss, accuracy).",
         ]),
     ),
     _lesson(13, "further", "From micrograd to PyTorch, and further"),

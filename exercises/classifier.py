@@ -1,7 +1,7 @@
 """A real classifier: separate two interleaving half-moons with an MLP (lesson 12).
 
 Tasks in this file: 12.1 `hinge_loss` · 12.2 `l2_penalty` · 12.3 `accuracy` ·
-12.4 `train_classifier`.
+12.4 `train_step` and `train_classifier`.
 """
 
 from __future__ import annotations
@@ -49,18 +49,27 @@ def accuracy(scores: list[Value], labels: list[int]) -> float:
     raise NotImplementedError("task 12.3: accuracy")
 
 
+def train_step(model: Module, X: list[list[float]], y: list[int], learning_rate: float) -> tuple[float, float]:
+    """One step of training on the examples `X`, `y`; return the step's `(loss, accuracy)` (task 12.4).
+
+    Compute the scores, the total loss `hinge_loss + l2_penalty(model.parameters())`,
+    zero the gradients, backpropagate, and move each parameter by `-learning_rate · grad`.
+    """
+    # TODO(task 12.4): train_step and train_classifier. See the docstring above.
+    raise NotImplementedError("task 12.4: train_step and train_classifier")
+
+
 def train_classifier(
     model: Module, X: list[list[float]], y: list[int], steps: int = 100, batch_size: int | None = None, seed: int = 0
 ) -> list[tuple[float, float]]:
-    """Train with hinge loss + L2 and return `(loss, accuracy)` for each step (task 12.4).
+    """Run `steps` calls of `train_step` and return their `(loss, accuracy)` (task 12.4).
 
-    Step k of `steps` uses the learning rate 1.0 - 0.9·k/steps (1.0 down to
-    0.1), zeroes the gradients, backpropagates `hinge_loss + l2_penalty` and
-    moves each parameter by -lr·grad. With `batch_size`, each step uses a
-    random batch of that many examples (drawn with `random.Random(seed)`).
+    Step k uses the learning rate 1.0 - 0.9·k/steps (1.0 down to 0.1). With
+    `batch_size`, each step uses a random batch of that many examples, drawn
+    with `random.Random(seed)`; otherwise all of them.
     """
-    # TODO(task 12.4): train_classifier. See the docstring above.
-    raise NotImplementedError("task 12.4: train_classifier")
+    # TODO(task 12.4): train_step and train_classifier. See the docstring above.
+    raise NotImplementedError("task 12.4: train_step and train_classifier")
 
 
 @contextmanager

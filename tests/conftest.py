@@ -1,0 +1,66 @@
+"""Shared helpers of the project's own test suite: run the grader as a learner would, read its results."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class GradingRun:
+    returncode: int
+    output: str
+    results: dict
+
+    @property
+    def status(self) -> dict[str, str]:
+        return self.results["extra_data"]["status"]
+
+    @property
+    def score_by_task(self) -> dict[str, tuple[int, int]]:
+        return {t["number"]: (t["score"], t["max_score"]) for t in self.results["tests"]}
+
+
+def grade(impl: str | Path, *args: str, tmp_path: Path) -> GradingRun:
+    """Run `pytest autograder --impl IMPL --results-json ...` in a subprocess, from the repository root."""
+    results = tmp_path / f"results-{len(list(tmp_path.glob('results-*.json')))}.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "autograder", "--impl", str(impl), "--results-json", str(results), *args],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    output = proc.stdout + proc.stderr
+    assert results.exists(), f"the grader wrote no results (exit {proc.returncode}):\n{output[-3000:]}"
+    return GradingRun(proc.returncode, output, json.loads(results.read_text()))
+
+
+def copy_of(folder: str, tmp_path: Path, name: str = "submission") -> Path:
+    """A copy of solutions/ or exercises/ to break or fill in."""
+    target = tmp_path / name
+    shutil.copytree(REPO / folder, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+@pytest.fixture(scope="session")
+def session_tmp(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("grading")
+
+
+@pytest.fixture(scope="session")
+def reference_run(session_tmp) -> GradingRun:
+    """The reference graded once for the whole suite."""
+    return grade("solutions", tmp_path=session_tmp)
+
+
+@pytest.fixture(scope="session")
+def fresh_run(session_tmp) -> GradingRun:
+    """A fresh clone's exercises/ graded once for the whole suite."""
+    return grade("exercises", tmp_path=session_tmp)

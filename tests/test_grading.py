@@ -1,0 +1,175 @@
+"""The grader gives each kind of submission exactly the score it deserves."""
+
+from __future__ import annotations
+
+import re
+
+import jsonschema
+
+from autograder import registry
+from autograder.sync import expected_files
+
+from .conftest import REPO, copy_of, grade
+
+ALL_TASKS = sorted(registry.TASKS, key=registry.sort_key)
+
+# The parts of Gradescope's results.json format that the grader writes.
+RESULTS_SCHEMA = {
+    "type": "object",
+    "required": ["score", "max_score", "tests"],
+    "properties": {
+        "score": {"type": "number"},
+        "max_score": {"type": "number"},
+        "output": {"type": "string"},
+        "stdout_visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]},
+        "tests": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "score", "max_score", "status", "output", "number"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "number": {"type": "string"},
+                    "score": {"type": "number"},
+                    "max_score": {"type": "number"},
+                    "status": {"enum": ["passed", "failed"]},
+                    "output": {"type": "string"},
+                },
+            },
+        },
+        "extra_data": {"type": "object"},
+    },
+}
+
+
+def scorecard_total(output: str) -> tuple[int, int]:
+    match = re.search(r"^Total\s+(\d+)/(\d+)", output, re.MULTILINE)
+    assert match, f"no Total line in the scorecard:\n{output[-2000:]}"
+    return int(match[1]), int(match[2])
+
+
+def test_reference_scores_full_marks(reference_run):
+    results = reference_run.results
+    assert results["score"] == results["max_score"] > 0, reference_run.output[-4000:]
+    assert set(reference_run.status.values()) == {"passed"}
+    assert reference_run.returncode == 0
+    assert "Every graded task passes" in reference_run.output
+
+
+def test_every_task_is_graded(reference_run):
+    assert sorted(reference_run.status, key=registry.sort_key) == ALL_TASKS
+
+
+def test_fresh_exercises_score_zero_with_every_task_not_started(fresh_run):
+    assert fresh_run.results["score"] == 0
+    assert fresh_run.status == {t: "not started" for t in ALL_TASKS}
+    for forbidden in ("error", "Error", "Traceback"):
+        assert forbidden not in fresh_run.output, fresh_run.output[-4000:]
+    assert "Next: task 1.1" in fresh_run.output
+
+
+def test_results_json_is_valid_and_agrees_with_the_scorecard(reference_run, fresh_run):
+    for run in (reference_run, fresh_run):
+        jsonschema.validate(run.results, RESULTS_SCHEMA)
+        assert scorecard_total(run.output) == (run.results["score"], run.results["max_score"])
+        assert sum(t["score"] for t in run.results["tests"]) == run.results["score"]
+        assert sum(t["max_score"] for t in run.results["tests"]) == run.results["max_score"]
+    assert fresh_run.results["max_score"] == reference_run.results["max_score"]
+
+
+def test_partial_solution_scores_exactly_the_tasks_done(tmp_path, reference_run):
+    done = frozenset({"1.1", "1.3", "2.1", "2.2", "2.3", "3.1", "6.1", "6.2", "8.5", "10.1", "10.2", "12.3"})
+    submission = tmp_path / "partial"
+    submission.mkdir()
+    for name, text in expected_files(keep=done).items():
+        (submission / name).write_text(text)
+    run = grade(submission, tmp_path=tmp_path)
+    full = reference_run.score_by_task
+    assert run.results["score"] == sum(full[t][0] for t in done), run.output[-4000:]
+    for task_id, status in run.status.items():
+        assert status == ("passed" if task_id in done else "not started"), (task_id, status)
+
+
+def test_a_wrong_backward_loses_that_task_and_only_that_task(tmp_path, reference_run):
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    source = engine.read_text()
+    wrong = source.replace("self.grad += other * self.data ** (other - 1) * out.grad",
+                           "self.grad += other * self.data ** other * out.grad")
+    assert wrong != source
+    engine.write_text(wrong)
+    run = grade(submission, tmp_path=tmp_path)
+    lost = {t for t, (score, most) in run.score_by_task.items() if score < most}
+    assert lost == {"8.2"}, run.output[-4000:]
+    assert run.status["8.2"] == "failed"
+
+
+def test_hard_coding_the_headline_numbers_does_not_pass(tmp_path):
+    """A submission with a wrong __pow__ backward that patches the page's numbers in backward()."""
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    source = engine.read_text()
+    source = source.replace("self.grad += other * self.data ** (other - 1) * out.grad", "self.grad += out.grad")
+    source = source.replace(
+        "        self.grad = 1.0\n",
+        "        self.grad = 1.0\n"
+        "        if round(self.data, 4) == 24.7041:\n"
+        "            for v in topo:\n"
+        "                v.grad = {-4.0: 138.8338, 2.0: 645.5773}.get(v.data, v.grad) if not v._prev else v.grad\n"
+        "            return\n",
+    )
+    engine.write_text(source)
+    run = grade(submission, "--lesson", "8", tmp_path=tmp_path)
+    assert run.status["8.2"] == "failed", run.output[-4000:]
+    assert all(run.status[t] == "passed" for t in run.status if t != "8.2")
+
+
+def test_a_syntax_error_costs_only_the_tasks_of_its_file(tmp_path, reference_run):
+    submission = copy_of("solutions", tmp_path)
+    nn = submission / "nn.py"
+    lines = nn.read_text().splitlines()
+    broken_line = next(i for i, line in enumerate(lines) if "return []" in line)
+    lines[broken_line] = lines[broken_line].replace("return []", "return [")
+    nn.write_text("\n".join(lines) + "\n")
+    run = grade(submission, tmp_path=tmp_path)
+    for task_id, status in run.status.items():
+        assert status == ("error" if task_id.startswith("10.") else "passed"), (task_id, status)
+    assert f"nn.py:{broken_line + 1}" in run.output
+    assert "SyntaxError" in run.output
+
+
+def test_an_endless_loop_costs_only_its_own_test(tmp_path, reference_run):
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    source = engine.read_text()
+    engine.write_text(source.replace('        return f"Value(data={self.data})"',
+                                     "        while True:\n            pass"))
+    run = grade(submission, "--lesson", "2", "--timeout", "2", tmp_path=tmp_path)
+    assert run.status["2.2"] == "timed out", run.output[-3000:]
+    assert {t: s for t, s in run.status.items() if t != "2.2"} == {"2.1": "passed", "2.3": "passed", "2.4": "passed"}
+    assert "endless loop" in run.output
+
+
+def test_one_lesson_or_one_task_can_be_graded_alone(tmp_path):
+    run = grade("solutions", "--lesson", "3", tmp_path=tmp_path)
+    assert sorted(run.status) == ["3.1", "3.2"]
+    run = grade("exercises", "--task", "8.2", tmp_path=tmp_path)
+    assert list(run.status) == ["8.2"]
+    assert "pytest autograder --task 8.2" in run.output
+
+
+def test_a_later_task_waits_for_the_task_it_runs_through(tmp_path):
+    """__add__ holds both 2.3 (forward) and 5.2 (backward): 5.2 is 'not started' and says it waits for 2.3."""
+    run = grade("exercises", "--task", "5.2", "--show-code", tmp_path=tmp_path)
+    assert run.status == {"5.2": "not started"}
+    assert any("waits for task 2.3" in r["message"] for r in run.results["extra_data"]["results"])
+
+
+def test_unknown_task_is_a_clear_usage_error(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "autograder", "--task", "99.1"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 4
+    assert "--task 99.1: there is no such task" in proc.stderr
