@@ -97,7 +97,7 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
             out.append(f"    page:     {page_link(r.task)}")
         if len(failures) > max_failures:
             out.append(f"… and {len(failures) - max_failures} more; grade one task at a time with --task.")
-    return "\n".join(out)
+    return "\n".join(line.rstrip() for line in out)
 
 
 def gradescope_results(tasks: list[TaskResult], card: str) -> dict:

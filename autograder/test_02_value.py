@@ -102,3 +102,28 @@ def test_mul_seeded_expressions(impl):
     for _ in range(50):
         x, y = rng.uniform(-100, 100), rng.uniform(-100, 100)
         expect_close((impl.Value(x) * impl.Value(y)).data, x * y, "(a * b).data", f"a = {x!r}, b = {y!r}", rel=1e-12)
+
+
+@pytest.mark.hidden
+@pytest.mark.task("2.1", points=1, hint="Store exactly what you are given: no rounding, and _prev holds each child once.")
+def test_init_seeded_values(impl):
+    """Values built from seeded random data, children and labels"""
+    rng = random.Random(20211)
+    for _ in range(30):
+        data = rng.uniform(-1e3, 1e3)
+        kids = [impl.Value(rng.uniform(-5, 5)) for _ in range(rng.randint(0, 3))]
+        op, label = rng.choice(["+", "*", "tanh", ""]), f"n{rng.randint(0, 99)}"
+        v = impl.Value(data, tuple(kids + kids[:1]), op, label=label)
+        shown = f"Value({data!r}, {len(kids)} children (the first twice), {op!r}, label={label!r})"
+        expect_equal((v.data, v.grad, v._op, v.label), (data, 0.0, op, label), "(data, grad, _op, label)", shown)
+        expect(v._prev == set(kids), "_prev", f"a set of the {len(kids)} distinct children", v._prev, shown)
+
+
+@pytest.mark.hidden
+@pytest.mark.task("2.2", points=1, hint="Use the data as it is: f'Value(data={self.data})', no rounding.")
+def test_repr_seeded_values(impl):
+    """repr of seeded random Values"""
+    rng = random.Random(20221)
+    for _ in range(20):
+        x = rng.choice([rng.uniform(-1e4, 1e4), float(rng.randint(-50, 50)), rng.randint(-9, 9)])
+        expect_equal(repr(impl.Value(x)), f"Value(data={x!r})", "repr(Value(x))", f"x = {x!r}")

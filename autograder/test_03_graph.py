@@ -269,7 +269,8 @@ def test_draw_dot_is_a_left_to_right_digraph(impl):
            source, "the running example")
 
 
-@pytest.mark.task("3.2", points=2, hint="One record node per Value named str(id(v)), label '{ label | data %.4f | grad %.4f }'.")
+@pytest.mark.task("3.2", points=2,
+                   hint="One record node per Value named str(id(v)), label '{ label | data %.4f | grad %.4f }'.")
 def test_draw_dot_running_example(impl):
     """the running example: 7 record nodes, 3 op nodes and their edges"""
     built, L = running_example(impl.Value)
@@ -292,7 +293,8 @@ def test_draw_dot_shows_grads_with_four_decimals(impl):
                      f"{v.label}.data = {v.data!r}, {v.label}.grad = {v.grad!r}")
 
 
-@pytest.mark.task("3.2", points=2, hint="A Value with an `_op` gets one op node; each child links to that op node, not to the Value.")
+@pytest.mark.task("3.2", points=2,
+                   hint="A Value with an `_op` gets one op node; each child links to that op node, not to the Value.")
 def test_draw_dot_node_used_twice_and_leaf(impl):
     """b = a + a, out = a*b + a and a lone leaf are drawn with the right nodes and edges"""
     built, b = double_use(impl.Value)
@@ -304,7 +306,8 @@ def test_draw_dot_node_used_twice_and_leaf(impl):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("3.2", points=2, hint="Every Value gets its record node and every op its own node, whatever the graph.")
+@pytest.mark.task("3.2", points=2,
+                   hint="Every Value gets its record node and every op its own node, whatever the graph.")
 def test_draw_dot_seeded_graphs(impl):
     """seeded random graphs of +, * and tanh with random grads"""
     rng = random.Random(3202)
@@ -316,7 +319,8 @@ def test_draw_dot_seeded_graphs(impl):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("3.2", points=1, hint="Draw from the Values as they are now: read data and grad when draw_dot is called.")
+@pytest.mark.task("3.2", points=1,
+                   hint="Draw from the Values as they are now: read data and grad when draw_dot is called.")
 def test_draw_dot_reads_current_values(impl):
     """after the reference backward, the drawing shows the new grads"""
     ref = reference("backprop_by_hand")

@@ -20,7 +20,8 @@ def value_expression(Value):
 
 # ----------------------------------------------------------------------------------------------------- task 4.1
 
-@pytest.mark.task("4.1", points=2, hint="Rebuild the expression with inputs[leaf] + h and compare the two outputs' .data.")
+@pytest.mark.task("4.1", points=2,
+                   hint="Rebuild the expression with inputs[leaf] + h and compare the two outputs' .data.")
 def test_numerical_gradient_running_example(impl):
     """the running example built with Values: dL/da = 6, dL/db = -4, dL/dc = -2, dL/df = 4"""
     L = value_expression(impl.Value)
@@ -31,7 +32,8 @@ def test_numerical_gradient_running_example(impl):
                      "'f': -2.0}", rel=0, abs_tol=1e-6)
 
 
-@pytest.mark.task("4.1", points=1, hint="Step forward only, (out(leaf + h) - out) / h; a plain number has no .data: `getattr(out, 'data', out)`.")
+@pytest.mark.task("4.1", points=1,
+                   hint="Step forward: (out(leaf + h) - out) / h; a float has no .data: `getattr(out, 'data', out)`.")
 def test_numerical_gradient_plain_numbers(impl):
     """an expression returning a float: x² at x = 3 gives (9.006001 - 9) / 0.001 = 6.001"""
     ng = impl.backprop_by_hand.numerical_gradient
@@ -41,7 +43,8 @@ def test_numerical_gradient_plain_numbers(impl):
                  "numerical_gradient(lambda x: x * x, {'x': 3.0}, 'x', h=0.1)", rel=1e-9)
 
 
-@pytest.mark.task("4.1", points=1, hint="Check `leaf in inputs` first and raise KeyError otherwise; work on a copy of inputs.")
+@pytest.mark.task("4.1", points=1,
+                   hint="Check `leaf in inputs` first and raise KeyError otherwise; work on a copy of inputs.")
 def test_numerical_gradient_unknown_leaf_and_inputs_kept(impl):
     """an unknown leaf raises KeyError, and the inputs dict is not changed"""
     ng = impl.backprop_by_hand.numerical_gradient
@@ -101,7 +104,8 @@ def check_table(impl, a, b, c, f, want):
                      rel=1e-9, abs_tol=1e-12)
 
 
-@pytest.mark.task("4.2", points=3, hint="From dL/dL = 1 backwards: dL/dd = f, dL/df = d, the '+' copies, the '*' swaps.")
+@pytest.mark.task("4.2", points=3,
+                   hint="From dL/dL = 1 backwards: dL/dd = f, dL/df = d, the '+' copies, the '*' swaps.")
 def test_hand_gradients_page_table(impl):
     """the page's table: L 1, f 4, d -2, c -2, e -2, a 6, b -4"""
     check_table(impl, 2.0, -3.0, 10.0, -2.0, PAGE_GRADS)
@@ -150,7 +154,8 @@ def test_ascent_step_explicit_step_size(impl):
         expect_close(g[name].data, data, f"{name}.data after the step", inputs, rel=1e-12)
 
 
-@pytest.mark.task("4.3", points=1, hint="`leaves` may be any iterable, a generator too: loop with `for leaf in leaves`.")
+@pytest.mark.task("4.3", points=1,
+                   hint="`leaves` may be any iterable, a generator too: loop with `for leaf in leaves`.")
 def test_ascent_step_any_iterable(impl):
     """leaves given as a generator are moved too"""
     g = reference("backprop_by_hand").running_example()
@@ -176,7 +181,8 @@ def test_ascent_step_seeded(impl):
         before = [(leaf.data, leaf.grad) for leaf in leaves]
         impl.backprop_by_hand.ascent_step(list(leaves), step_size=step)
         for leaf, (data, grad) in zip(leaves, before):
-            expect_close(leaf.data, data + step * grad, f"{leaf.label}.data after ascent_step(leaves, step_size={step})",
+            expect_close(leaf.data, data + step * grad,
+                         f"{leaf.label}.data after ascent_step(leaves, step_size={step})",
                          f"{len(leaves)} leaves; {leaf.label}.data was {data!r}, {leaf.label}.grad = {grad!r}",
                          rel=1e-12, abs_tol=1e-12)
 

@@ -89,7 +89,8 @@ def test_tanh_backward(impl):
         expect_equal(a.data, x, "a.data after t._backward() (unchanged)", inputs)
 
 
-@pytest.mark.task("5.1", points=1, hint="do/dn = 1 - o**2 = 0.5 for the neuron: the tanh closure times the incoming 1.0.")
+@pytest.mark.task("5.1", points=1,
+                  hint="do/dn = 1 - o**2 = 0.5 for the neuron: the tanh closure times the incoming 1.0.")
 def test_neuron_through_tanh(impl):
     """the lesson's neuron: o = 0.7071, do/dn = 0.5 and the leaves' grads (your tanh)"""
     _check_neuron(_neuron(impl))
@@ -149,7 +150,8 @@ def test_neuron_through_add(impl):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("5.2", points=1, hint="Use out.grad as it is (not 1.0): the local derivative 1 times the incoming grad.")
+@pytest.mark.task("5.2", points=1,
+                  hint="Use out.grad as it is (not 1.0): the local derivative 1 times the incoming grad.")
 def test_add_backward_seeded(impl):
     """+ local backward on seeded random inputs and incoming grads"""
     rng = random.Random(5202)
@@ -196,7 +198,8 @@ def test_mul_backward_plain_number(impl):
     expect_close(a.grad, -6.0, "a.grad", inputs)
 
 
-@pytest.mark.task("5.3", points=1, hint="x1.grad = w1 * 0.5 = -1.5 and w1.grad = x1 * 0.5 = 1.0: the other input's value.")
+@pytest.mark.task("5.3", points=1,
+                  hint="x1.grad = w1 * 0.5 = -1.5 and w1.grad = x1 * 0.5 = 1.0: the other input's value.")
 def test_neuron_through_mul(impl):
     """the lesson's neuron: x1 -1.5, w1 1.0, x2 0.5, w2 0.0 (your *)"""
     _check_neuron(_neuron(impl))

@@ -78,12 +78,18 @@ def _describe(edges: dict[str, list[str]]) -> str:
     return "; ".join(f"{n} uses {', '.join(c)}" if c else f"{n} is a leaf" for n, c in edges.items())
 
 
-def _check_calls(graph: Graph, root: str, inputs: str) -> None:
-    """Every reachable closure exactly once, no other closure, and every node before its children."""
+def _check_calls(graph: Graph, root: str, inputs: str, leaves_too: bool = False) -> None:
+    """Every reachable closure exactly once, no other closure, and every node before its children.
+
+    A leaf's `_backward` does nothing in the engine, so only `test_leaf_closures_called` insists that the
+    leaves' closures are called; elsewhere skipping them costs nothing (calling them twice does).
+    """
     reach = graph.reachable(root)
     counts = Counter(graph.calls)
     order = ", ".join(graph.calls)
     for name in sorted(reach):
+        if not leaves_too and not graph.kids[name] and counts[name] == 0:
+            continue
         expect_equal(counts[name], 1, f"number of calls of {name}._backward during {root}.backward()", inputs,
                      note=f"the _backward closures were called in this order: {order or '(none)'}")
     others = sorted(set(counts) - reach)
@@ -92,15 +98,11 @@ def _check_calls(graph: Graph, root: str, inputs: str) -> None:
     position = {name: i for i, name in enumerate(graph.calls)}
     for name in graph.calls:
         for child in graph.kids[name]:
-            expect(position[name] < position[child],
+            expect(position[name] < position.get(child, len(position)),
                    f"order of {name}._backward and {child}._backward ({child} is a child of {name})",
                    f"{name} before {child}", f"call order: {order}", inputs,
                    note="a node's _backward must run after every node that uses it has pushed its gradient: "
                         "reverse topological order")
-
-
-def _run(graph: Graph, root: str, inputs: str) -> None:
-    graph.nodes[root].backward()
 
 
 # --- 6.1 ------------------------------------------------------------------------------------------------------------
@@ -111,7 +113,7 @@ def test_seed_is_one(impl):
     edges = {"a": [], "b": [], "o": ["a", "b"]}
     inputs = _describe(edges)
     graph = Graph(impl, _spec(edges))
-    _run(graph, "o", inputs)
+    graph.nodes["o"].backward()
     expect("o" in graph.grad_when_called, "o._backward was called by o.backward()", True, False, inputs)
     expect_equal(graph.grad_when_called["o"], 1.0, "o.grad when o._backward ran", inputs)
     expect_equal(graph.nodes["o"].grad, 1.0, "o.grad after o.backward()", inputs)
@@ -124,26 +126,40 @@ def test_seed_is_one(impl):
                  note="the root's grad is set to 1.0 (not added to): dL/dL is always 1")
 
 
-@pytest.mark.task("6.1", points=1, hint="A leaf is its own whole graph: grad 1.0 and its own _backward called once.")
+@pytest.mark.task("6.1", points=1,
+                  hint="A leaf is its own whole graph: backward() on it still seeds its grad with 1.0.")
 def test_lone_leaf(impl):
-    """backward() on a leaf sets its grad to 1.0 and calls its _backward once"""
+    """backward() on a leaf sets its grad to 1.0"""
     edges = {"a": []}
     inputs = "a = Value(0.0), a leaf with no children"
     graph = Graph(impl, _spec(edges))
-    _run(graph, "a", inputs)
+    graph.nodes["a"].backward()
     expect_equal(graph.nodes["a"].grad, 1.0, "a.grad after a.backward()", inputs)
     _check_calls(graph, "a", inputs)
 
 
 @pytest.mark.task("6.1", points=1,
-                  hint="List the nodes so each comes after its children, then call _backward from the last to the first.")
+                  hint="Call every node's _backward, leaves included: a leaf's does nothing, but it is called too.")
+def test_leaf_closures_called(impl):
+    """the leaves' _backward closures are called too, once each"""
+    edges = {"a": [], "b": [], "c": ["a", "b"], "d": ["c", "a"]}
+    inputs = _describe(edges)
+    graph = Graph(impl, _spec(edges))
+    graph.nodes["d"].backward()
+    _check_calls(graph, "d", inputs, leaves_too=True)
+
+
+@pytest.mark.task("6.1", points=1,
+                  hint="List the nodes so each comes after its children; call _backward from the last to the first.")
 def test_chain_order(impl):
     """on a chain a <- b <- c <- d, d.backward() calls d, c, b, a in that order, once each"""
     edges = {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]}
     inputs = _describe(edges)
     graph = Graph(impl, _spec(edges))
-    _run(graph, "d", inputs)
-    expect_equal(graph.calls, ["d", "c", "b", "a"], "the _backward closures called, in order", inputs)
+    graph.nodes["d"].backward()
+    _check_calls(graph, "d", inputs)
+    expect_equal([c for c in graph.calls if c != "a"], ["d", "c", "b"], "the _backward closures called, in order",
+                 inputs + " (leaf a's may come last)")
 
 
 @pytest.mark.task("6.1", points=2,
@@ -153,72 +169,74 @@ def test_diamond(impl):
     edges = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"]}
     inputs = _describe(edges)
     graph = Graph(impl, _spec(edges))
-    _run(graph, "d", inputs)
+    graph.nodes["d"].backward()
     _check_calls(graph, "d", inputs)
 
 
 @pytest.mark.task("6.1", points=2,
-                  hint="Use a depth-first search that appends a node only after all its children: BFS order is not enough.")
+                  hint="A depth-first search that appends a node after all its children; BFS order is not enough.")
 def test_skip_connection(impl):
     """a node used both directly by the root and at the end of a longer path runs after that whole path"""
     edges = {"x": [], "y1": ["x"], "y2": ["y1"], "y3": ["y2"], "z": ["y3", "x"]}
     inputs = _describe(edges)
     graph = Graph(impl, _spec(edges))
-    _run(graph, "z", inputs)
+    graph.nodes["z"].backward()
     _check_calls(graph, "z", inputs)
 
 
-@pytest.mark.task("6.1", points=2, hint="A shared sub-graph is visited once; every node in it still waits for all its users.")
+@pytest.mark.task("6.1", points=2,
+                  hint="A shared sub-graph is visited once; every node in it still waits for all its users.")
 def test_shared_subgraph(impl):
     """two branches sharing a sub-graph: each closure once, in reverse topological order"""
     edges = {"p": [], "q": ["p"], "r": ["p", "q"], "leaf": [], "u": ["r", "leaf"], "v": ["r", "q"],
              "w": ["u", "v"], "top": ["w", "q"]}
     inputs = _describe(edges)
     graph = Graph(impl, _spec(edges))
-    _run(graph, "top", inputs)
+    graph.nodes["top"].backward()
     _check_calls(graph, "top", inputs)
 
 
 @pytest.mark.task("6.1", points=2,
-                  hint="If a node's _backward runs before all its users have pushed into its grad, it passes on too little.")
+                  hint="A node's _backward that runs before all its users pushed into its grad passes on too little.")
 def test_gradients_flow(impl):
     """closures that push weight * grad to their children give the path-sum grads"""
     spec = [("a", []), ("b", [("a", 2.0)]), ("c", [("a", -1.0), ("b", 3.0)]), ("d", [("b", 0.5), ("c", 4.0)])]
     inputs = ("b = f(a), c = f(a, b), d = f(b, c); each closure adds weight * its grad to a child, "
               "weights b->a 2, c->a -1, c->b 3, d->b 0.5, d->c 4")
     graph = Graph(impl, spec)
-    _run(graph, "d", inputs)
+    graph.nodes["d"].backward()
     for name, value in (("d", 1.0), ("c", 4.0), ("b", 12.5), ("a", 21.0)):
         expect_close(graph.nodes[name].grad, value, f"{name}.grad after d.backward()", inputs,
                      note=f"the _backward closures were called in this order: {', '.join(graph.calls)}")
 
 
-@pytest.mark.task("6.1", points=1, hint="Walk down from self through _prev only: nodes that merely share a child are not part of it.")
+@pytest.mark.task("6.1", points=1,
+                  hint="Walk down from self through _prev only: nodes that merely share a child are not part of it.")
 def test_only_reachable_nodes(impl):
     """a node that uses a shared leaf but is not below the root is left alone"""
     edges = {"a": [], "b": [], "u": ["a", "b"], "other": ["a"], "o": ["u"]}
     inputs = _describe(edges) + "; o.backward() is called"
     graph = Graph(impl, _spec(edges))
-    _run(graph, "o", inputs)
+    graph.nodes["o"].backward()
     _check_calls(graph, "o", inputs)
     expect_equal(graph.nodes["other"].grad, 0.0, "other.grad after o.backward()", inputs)
 
 
 @pytest.mark.task("6.1", points=1,
-                  hint="backward() sets only the root's grad; the others keep adding up (zeroing is the training loop's job).")
+                  hint="backward() sets only the root's grad; the others keep adding up (zeroing is the loop's job).")
 def test_does_not_zero_grads(impl):
     """backward() adds to the grads already there: it does not zero them"""
     spec = [("a", []), ("o", [("a", 3.0)])]
     inputs = "o = f(a), o's closure adds 3 * o.grad to a.grad; a.grad = 10.0 before o.backward()"
     graph = Graph(impl, spec)
     graph.nodes["a"].grad = 10.0
-    _run(graph, "o", inputs)
+    graph.nodes["o"].backward()
     expect_close(graph.nodes["a"].grad, 13.0, "a.grad after o.backward()", inputs)
 
 
 @pytest.mark.hidden
 @pytest.mark.task("6.1", points=2,
-                  hint="Each reachable _backward once, every node after all of its users, and nothing outside the graph.")
+                  hint="Each reachable _backward once, each node after all of its users, nothing outside the graph.")
 def test_random_dags(impl):
     """seeded random graphs: order, each closure once, and the path-sum grads"""
     rng = random.Random(6101)
@@ -232,7 +250,7 @@ def test_random_dags(impl):
         root = f"n{size - 1 - rng.randint(0, min(2, size - 1))}"
         inputs = f"seeded graph #{trial}: " + "; ".join(f"{n} uses {', '.join(c for c, _ in k)}" for n, k in spec if k)
         graph = Graph(impl, spec)
-        _run(graph, root, inputs + f"; {root}.backward()")
+        graph.nodes[root].backward()
         _check_calls(graph, root, inputs + f"; {root}.backward()")
         oracle = graph.oracle_grads(root, spec)
         for name, _ in spec:
@@ -298,19 +316,19 @@ def _backward_at_default_limit(root, inputs: str) -> None:
 
 
 def _check_order_by_index(calls: list[int], kids: list[tuple[int, ...]], inputs: str) -> None:
-    """Each of the nodes 0..n-1 called once, and every node before each of its children."""
+    """Each of the nodes 0..n-1 called once (leaves: at most once), and every node before each of its children."""
     n = len(kids)
     position = [-1] * n
     for i, node in enumerate(calls):
         if position[node] != -1:
             raise CheckFailed(f"number of calls of node {node}'s _backward", 1, "2 or more", inputs)
         position[node] = i
-    missing = [node for node in range(n) if position[node] == -1]
-    expect(not missing, "nodes whose _backward was never called", "none", f"{len(missing)} nodes, e.g. node {missing[0]}"
-           if missing else None, inputs)
+    missing = [node for node in range(n) if position[node] == -1 and kids[node]]  # leaves' closures: optional
+    expect(not missing, "nodes whose _backward was never called", "none",
+           f"{len(missing)} nodes, e.g. node {missing[0]}" if missing else None, inputs)
     for node in range(n):
         for child in kids[node]:
-            if position[node] > position[child]:
+            if position[node] > position[child] != -1:
                 raise CheckFailed(f"order of node {node}'s and node {child}'s _backward (node {child} is a child of "
                                   f"node {node})", f"node {node} first", f"node {child} ran first", inputs,
                                   note="reverse topological order: a node's _backward runs before its children's")
@@ -333,7 +351,7 @@ CHAIN = 100_000
 
 
 @pytest.mark.task("6.2", points=3,
-                  hint="Replace the recursive search with a loop over your own stack: push (node, False), then (node, True).")
+                  hint="Replace the recursion by a loop over your own stack: push (node, False), then (node, True).")
 def test_chain_100k(impl):
     """a chain 100,000 nodes deep under the default recursion limit: finishes, each closure once, in order"""
     inputs = f"a chain of {CHAIN:,} nodes, each the only child of the next; backward() on the last one"
@@ -344,9 +362,10 @@ def test_chain_100k(impl):
         del nodes
         _backward_at_default_limit(root, inputs)
         expect_equal(root.grad, 1.0, "root.grad after root.backward()", inputs)
-        expect_equal(len(calls), CHAIN, "number of _backward calls", inputs)
-        if calls != list(range(CHAIN - 1, -1, -1)):
+        if calls[:CHAIN - 1] != list(range(CHAIN - 1, 0, -1)) or calls[CHAIN - 1:] not in ([], [0]):
             _check_order_by_index(calls, kids, inputs)
+            expect(False, "the _backward calls, in order", "the last node first, back to the first node",
+                   f"{len(calls)} calls, starting {calls[:5]}", inputs)
         del root
 
 
@@ -372,7 +391,7 @@ def test_deep_ladder(impl):
 
 @pytest.mark.hidden
 @pytest.mark.task("6.2", points=2,
-                  hint="Deep graphs with shortcuts need the same post-order as small ones: a node after all its children.")
+                  hint="Deep graphs with shortcuts need the same post-order as small ones: a node after its children.")
 def test_deep_random_shortcuts(impl):
     """a seeded chain 50,000 deep with random shortcuts: each closure once, in reverse topological order"""
     depth = 50_000

@@ -99,7 +99,8 @@ def test_lesson_example(impl):
         expect_close(b.grad, -8.0, "b.grad (df/db = e*a + d)", inputs)
 
 
-@pytest.mark.task("7.1", points=2, hint="The tanh closure too: self.grad += (1 - t**2) * out.grad, so a reused input keeps both parts.")
+@pytest.mark.task("7.1", points=2,
+                  hint="The tanh closure too: self.grad += (1 - t**2) * out.grad, so a reused input keeps both parts.")
 def test_tanh_reuse(impl):
     """tanh outputs and inputs used twice: t + t, a.tanh() + a, a.tanh() * a.tanh()"""
     _local_rules_first(impl, "tanh", "+", "*")
@@ -144,7 +145,8 @@ def _deep(x: float, y: float):
     return u * y + q
 
 
-@pytest.mark.task("7.1", points=2, hint="A Value used at several depths collects a contribution from each use: += everywhere.")
+@pytest.mark.task("7.1", points=2,
+                  hint="A Value used at several depths collects a contribution from each use: += everywhere.")
 def test_reuse_deep_in_graph(impl):
     """x and y reused at several depths: the grads match finite differences"""
     _local_rules_first(impl, "+", "*", "tanh")
@@ -159,7 +161,8 @@ def test_reuse_deep_in_graph(impl):
     u = s + p
     uy = u * y
     o = uy + q
-    for node, what in ((p, "x*y"), (q, "p + x"), (r, "q.tanh()"), (s, "r*x"), (u, "s + p"), (uy, "u*y"), (o, "u*y + q")):
+    built = ((p, "x*y"), (q, "p + x"), (r, "q.tanh()"), (s, "r*x"), (u, "s + p"), (uy, "u*y"), (o, "u*y + q"))
+    for node, what in built:
         _expect_value(node, impl.Value, what, inputs)
     expect_close(o.data, _deep(x0, y0), "o.data", inputs)
     _sweep(o, [o, uy, u, s, r, q, p])
@@ -186,7 +189,7 @@ def test_second_sweep_doubles(impl):
         _sweep(out, [out])
         _sweep(out, [out])
         expect_close(a.grad, 2 * ga, "a.grad after two sweeps", inputs,
-                     note="calling backward() twice without zero_grad doubles the grads; this is why training zeroes them")
+                     note="backward() twice without zero_grad doubles the grads: this is why training zeroes them")
         expect_close(b.grad, 2 * gb, "b.grad after two sweeps", inputs)
 
 
@@ -230,7 +233,8 @@ def test_random_reuse(impl):
         text = "; ".join(f"n{len(values) + k} = " + (f"n{i}.tanh()" if op == "tanh" else f"n{i} {op} n{j}")
                          for k, (op, i, j) in enumerate(steps))
         inputs = (f"seeded expression #{trial}: leaves {', '.join(f'n{i} = {v!r}' for i, v in enumerate(values))}; "
-                  f"{text}; the last node's grad = 1.0, then the _backward of every node it depends on, from the last to the first")
+                  f"{text}; the last node's grad = 1.0, then the _backward of every node it depends on, "
+                  "from the last to the first")
         nodes = [impl.Value(v) for v in values]
         for op, i, j in steps:
             out = nodes[i].tanh() if op == "tanh" else (nodes[i] + nodes[j] if op == "+" else nodes[i] * nodes[j])

@@ -65,8 +65,8 @@ def train_classifier(
     """Run `steps` calls of `train_step` and return their `(loss, accuracy)` (task 12.4).
 
     Step k uses the learning rate 1.0 - 0.9·k/steps (1.0 down to 0.1). With
-    `batch_size`, each step uses a random batch of that many examples, drawn
-    with `random.Random(seed)`; otherwise all of them.
+    `batch_size`, each step uses the examples `rng.sample(range(len(X)), batch_size)`
+    from one `rng = random.Random(seed)` made before the loop; otherwise all of them.
     """
     # TODO(task 12.4): train_step and train_classifier. See the docstring above.
     raise NotImplementedError("task 12.4: train_step and train_classifier")
