@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -32,6 +33,8 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+
+from mkdocs.exceptions import PluginError
 
 BUILD = Path(__file__).resolve().parent
 REPO = BUILD.parent.parent
@@ -47,7 +50,21 @@ def _extend_path() -> None:
 _extend_path()
 
 from autograder import registry  # noqa: E402
-from autograder.regions import all_regions, module_of, owners_of  # noqa: E402
+from autograder.regions import module_of, owners_of  # noqa: E402
+
+
+def _forget_imports() -> None:
+    """Make the next build import the reference code, the registry and the page helpers afresh.
+
+    `mkdocs serve` rebuilds in the same process (and loads this file only once), so without this
+    an edit of solutions/ or of the registry would not show up until the server is restarted.
+    """
+    global registry, module_of, owners_of
+    for name in [n for n in sys.modules if n.split(".")[0] in ("solutions", "autograder", "pagekit")]:
+        del sys.modules[name]
+    from autograder import registry
+    from autograder.regions import module_of, owners_of
+
 
 DIRECTIVE = re.compile(r"^<!-- course: (?P<name>[\w-]+)(?: (?P<arg>[^>]*?))? -->[ \t]*$", re.M)
 
@@ -95,6 +112,12 @@ class GraderRun:
             self._thread.start()
 
     def _run(self, args, solved, bug) -> None:
+        try:
+            self._grade(args, solved, bug)
+        except Exception as exc:  # reported by output(), on the page that needs it
+            self.error = f"`{self.command}` could not run: {type(exc).__name__}: {exc}"
+
+    def _grade(self, args, solved, bug) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             root = _fresh_clone(Path(tmp), solved)
             if bug:
@@ -104,14 +127,21 @@ class GraderRun:
                     self.error = f"the deliberate bug {bug[0]!r} no longer matches exercises/derivatives.py"
                     return
                 path.write_text(text.replace(bug[0], bug[1], 1))
-            done = subprocess.run([sys.executable, "-m", "pytest", "autograder", *args], cwd=root,
+            # the copy's autograder/ and solutions/ must be the ones imported, not an installed checkout
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH", "PYTEST_ADDOPTS")}
+            env["PYTHONPATH"] = str(root)
+            done = subprocess.run([sys.executable, "-m", "pytest", "autograder", *args], cwd=root, env=env,
                                   capture_output=True, text=True, timeout=600)
         out = done.stdout.rstrip()
         if "Scorecard" not in out:
             self.error = f"`{self.command}` printed no scorecard:\n{out}\n{done.stderr}"
             return
         CACHE.mkdir(exist_ok=True)
-        self.cache.write_text(out + "\n")
+        for old in CACHE.glob(self.cache.name.split("-")[0] + "-*.txt"):
+            old.unlink(missing_ok=True)  # the grader or the solutions changed since
+        partial = self.cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(out + "\n")
+        partial.replace(self.cache)  # atomic: a build running beside this one never reads half a file
 
     def output(self) -> str:
         if self._thread:
@@ -130,11 +160,12 @@ def _check_nav(config) -> None:
     have = [next(iter(item.items())) if isinstance(item, dict) else (None, item) for item in config["nav"] or []]
     if have != want:
         wrong = next((f"{h} (expected {w})" for h, w in zip(have + [None] * len(want), want) if h != w), "")
-        raise ValueError(f"mkdocs.yml nav disagrees with autograder/registry.py: {wrong}")
+        raise PluginError(f"mkdocs.yml nav disagrees with autograder/registry.py: {wrong}")
 
 
 def on_config(config):
     _extend_path()
+    _forget_imports()
     _check_nav(config)
     _runs["scorecard"] = GraderRun("fresh", [])
     _runs["scorecard-failure"] = GraderRun("bug", ["--lesson", "1"], frozenset({"1.1", "1.2", "1.3"}), BUGGY_LINE)
@@ -183,20 +214,40 @@ def _stub_source(task_id: str) -> str:
     return "\n\n".join(piece for _, piece in sorted(pieces))
 
 
+def md_text(text: str) -> str:
+    """Plain text with `code spans` as Markdown: `*`, `_` and brackets outside code are not markup."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"([\\*_\[\]])", r"\\\1", parts[i]).replace("<", "&lt;")
+    return "`".join(parts)
+
+
 def _hints(task_id: str, open_: bool = False) -> str:
     task = registry.task(task_id)
-    items = "\n".join(f"    {n}. {hint}" for n, hint in enumerate(task.hints, start=1))
-    return (f'???{"+" if open_ else ""} tip "Hints for task {task.id} (the grader\'s own, one at a time: '
-            f'`python -m autograder hint {task.id}`)"\n\n{items}\n')
+    items = "\n".join(f"    {n}. {md_text(hint)}" for n, hint in enumerate(task.hints, start=1))
+    return (f'???{"+" if open_ else ""} tip "Hints for task {task.id}"\n\n{items}\n\n'
+            f"    The grader gives the same hints: `python -m autograder hint {task.id}`.\n")
 
 
 def _task(task_id: str) -> str:
     task = registry.task(task_id)
     module = module_of(task_id)
     code = _stub_source(task_id)
+    # highlight the two lines that are the task's: its TODO and the raise under it
+    todo = [n for n, line in enumerate(code.splitlines(), start=1)
+            if f"TODO(task {task.id})" in line or f"Also task {task.id}:" in line]
+    marks = " ".join(f"{n} {n + 1}" for n in todo)
     return (f"In `exercises/{module}.py` (the docstring is the specification):\n\n"
-            f"```python\n{code}\n```\n\n"
+            f'```python hl_lines="{marks}"\n{code}\n```\n\n'
             f"Grade it alone: `pytest autograder --task {task.id}`\n\n{_hints(task_id)}")
+
+
+IDENTIFIER = re.compile(r"(?<![`\w])((?:\w+\.)*_\w*|\w+\.\w+(?:\.\w+)*|\w+_\w*)(?![`\w])")
+
+
+def md_title(title: str) -> str:
+    """A task title as Markdown: names with underscores or dots in code spans (`Value.__add__` is not bold)."""
+    return IDENTIFIER.sub(r"`\1`", title)
 
 
 def _files(lesson: registry.Lesson) -> list[str]:
@@ -213,7 +264,7 @@ def _your_turn(number: int) -> str:
     if not lesson.tasks:
         raise ValueError(f"lesson {number} has no tasks: it needs no your-turn box")
     files = ", ".join(f"`{name}`" for name in _files(lesson))
-    tasks = "\n".join(f"    - [Task {t.id} · {t.title}](#{t.anchor})" for t in lesson.tasks)
+    tasks = "\n".join(f"    - [Task {t.id} · {md_title(t.title)}](#{t.anchor})" for t in lesson.tasks)
     return (f'!!! question "Your turn: lesson {number}"\n\n'
             f"    Fill the stubs of {files}, one task at a time:\n\n{tasks}\n\n"
             f"    Then grade this lesson alone:\n\n"
@@ -234,7 +285,7 @@ def _buggy_function() -> str:
 def _lessons() -> str:
     rows = ["| Lesson | Tasks |", "| --- | --- |"]
     for lesson in registry.LESSONS:
-        tasks = "<br>".join(f"[{t.id} · `{t.title}`]({lesson.slug}.md#{t.anchor})" for t in lesson.tasks) or "—"
+        tasks = "<br>".join(f"[{t.id} · {md_title(t.title)}]({lesson.slug}.md#{t.anchor})" for t in lesson.tasks) or "—"
         rows.append(f"| [{lesson.number} · {lesson.title}]({lesson.slug}.md) | {tasks} |")
     return "\n".join(rows) + "\n"
 
@@ -262,12 +313,22 @@ def expand(name: str, arg: str | None) -> str:
     raise ValueError(f"unknown directive <!-- course: {name} -->")
 
 
+def _check_task_headings(markdown: str, page) -> None:
+    """A lesson page has `### Task L.N · title {#task-L-N}` for each task, titled as in the registry."""
+    lesson = next((l for l in registry.LESSONS if page.file.src_path == f"{l.slug}.md"), None)
+    for task in lesson.tasks if lesson else ():
+        want = f"### Task {task.id} · {md_title(task.title)} {{#{task.anchor}}}"
+        if not re.search("^" + re.escape(want) + "[ \t]*$", markdown, re.M):
+            raise PluginError(f"{page.file.src_path}: the heading of task {task.id} must read: {want}")
+
+
 def on_page_markdown(markdown: str, page, config, files):
+    _check_task_headings(markdown, page)
     def replace(match: re.Match) -> str:
         try:
             return expand(match["name"], match["arg"])
         except Exception as exc:
-            raise RuntimeError(f"{page.file.src_path}: {match[0]}: {exc}") from exc
+            raise PluginError(f"{page.file.src_path}: {match[0]}: {exc}") from exc
 
     return DIRECTIVE.sub(replace, markdown)
 
@@ -282,17 +343,36 @@ MATH = re.compile(
 )
 
 
+SIGN = re.compile(r"(<mo(?: [^>]*)?>(?P<before>[^<]*)</mo>|<mrow>|<math[^>]*>)<mo>(&#x02212;|&#x0002B;)</mo>")
+PRIME = re.compile(r"<msup>(<mi>[^<]*</mi>)<mi>(&#x02032;|&#x02033;|&#x02034;)</mi></msup>")
+CLOSING = {")", "]", "}", "|", "&#x00029;", "&#x0005D;", "&#x0007D;", "&#x0007C;", "&#x02016;", "&#x0232A;"}
+
+
+def _sign(match: re.Match) -> str:
+    if match["before"] in CLOSING:  # after a closing bracket a minus subtracts
+        return match[0]
+    return f'{match[1]}<mo form="prefix">{match[3]}</mo>'
+
+
 def _mathml(match: re.Match, where: str) -> str:
     from latex2mathml.converter import convert
 
     block = match["block"] is not None
     tex = html.unescape(match["block"] if block else match["inline"]).strip()
+    source = tex
+    if block:  # limits under lim, sum, ... as TeX does in display math
+        tex = re.sub(r"\\(lim|sum|prod|max|min)(?!\\limits)(?=\s*_)", r"\\\1\\limits", tex)
     try:
         mathml = convert(tex, display="block" if block else "inline")
     except Exception as exc:
-        raise RuntimeError(f"{where}: cannot convert the math {tex!r}: {exc}") from exc
+        raise PluginError(f"{where}: cannot convert the math {tex!r}: {exc}") from exc
+    # A minus (or plus) that opens a group or follows another operator is a sign, not a
+    # subtraction: say so, or the browser spaces it like a binary operator ("x = − 3").
+    mathml = SIGN.sub(_sign, mathml)
+    # f' as a full-size prime after the f (a prime as a superscript comes out tiny in most fonts)
+    mathml = PRIME.sub(r'\1<mo lspace="0em" rspace="0em">\2</mo>', mathml)
     # Keep the source for copy and paste, and for screen readers that prefer it.
-    mathml = mathml.replace("<math ", f'<math alttext="{html.escape(tex, quote=True)}" ', 1)
+    mathml = mathml.replace("<math ", f'<math alttext="{html.escape(source, quote=True)}" ', 1)
     return f'<div class="bp-math">{mathml}</div>' if block else mathml
 
 

@@ -92,13 +92,17 @@ def _clean_svg(svg: str) -> str:
 
 def _graph_svg(digraph) -> str:
     g = digraph.copy()
-    g.graph_attr.update(bgcolor="transparent", pad="0.1", nodesep="0.3", ranksep="0.35")
-    g.node_attr.update(fontname="Courier", fontsize="12", height="0.35")
+    g.graph_attr.update(bgcolor="transparent", pad="0.1", nodesep="0.25", ranksep="0.3")
+    # width/height are minimums: records still grow to fit their text, op circles shrink to theirs
+    g.node_attr.update(fontname="Courier", fontsize="12", width="0.3", height="0.3")
     g.edge_attr.update(arrowsize="0.7")
     svg = dot_to_svg(g.source)
     svg = svg.replace('fill="white"', 'fill="none"').replace('"black"', '"currentColor"')
     svg = re.sub(r"<text ", '<text fill="currentColor" ', svg)
-    return _clean_svg(svg)
+    svg = _clean_svg(svg)
+    # Never shrink a graph below 60 % of its natural size: a wide one scrolls instead (and zooms on click).
+    width_pt = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)pt"', svg)[1])
+    return svg.replace("<svg ", f'<svg style="min-width: {width_pt * 4 / 3 * 0.6:.0f}px" ', 1)
 
 
 def _figure_svg(fig) -> str:

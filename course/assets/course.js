@@ -14,10 +14,18 @@
     dialog.showModal();
   }
 
+  // A wide graph keeps a readable size and scrolls sideways: say so under it.
+  function noteOverflow(figure) {
+    const wide = figure.scrollWidth > figure.clientWidth + 2;
+    figure.classList.toggle("bp-wide", wide);
+  }
+
   function wire(root) {
     root.querySelectorAll(".bp-figure").forEach((figure) => {
       if (figure.dataset.bpZoom || figure.closest("dialog")) return;
       figure.dataset.bpZoom = "1";
+      noteOverflow(figure);
+      window.addEventListener("resize", () => noteOverflow(figure));
       figure.addEventListener("click", () => zoom(figure));
       figure.addEventListener("keydown", (event) => {
         if (event.key === "Enter" || event.key === " ") {
