@@ -35,9 +35,8 @@ from solutions.classifier import moons
 X, y = moons()
 random.seed(1337)
 model = MLP(2, [16, 16, 1])
-if ONCE_PER_STEP:
-    gc.disable()
-for k in range(STEPS):
+
+def step(k):
     scores = [model([Value(a), Value(b)]) for a, b in X]
     losses = [(1 + -yi * si).relu() for yi, si in zip(y, scores)]
     loss = sum(losses) * (1.0 / len(losses)) + 1e-4 * sum(p * p for p in model.parameters())
@@ -45,11 +44,15 @@ for k in range(STEPS):
     loss.backward()
     for p in model.parameters():
         p.data -= (1.0 - 0.9 * k / STEPS) * p.grad
-    accuracy = sum((s.data > 0) == (yi > 0) for yi, s in zip(y, scores)) / len(y)
-    del scores, losses
+    return loss.data, sum((s.data > 0) == (yi > 0) for yi, s in zip(y, scores)) / len(y)
+
+if ONCE_PER_STEP:
+    gc.disable()
+for k in range(STEPS):
+    loss, accuracy = step(k)
     if ONCE_PER_STEP:
-        gc.collect()
-print(f"final loss {loss.data:.4f}, accuracy {accuracy:.2f}")
+        gc.collect()  # the step's graph is garbage now, as in the reference
+print(f"final loss {loss:.4f}, accuracy {accuracy:.2f}")
 """
 
 TORCH = """
