@@ -12,14 +12,11 @@ import random
 import pytest
 
 from autograder.checks import expect, expect_close, expect_equal
+from autograder.testkit import expect_value
 
 NEURON = "x1 = 2, x2 = 0, w1 = -3, w2 = 1, b = 6.8813735870195432; n = x1*w1 + x2*w2 + b; o = n.tanh()"
 NEURON_SWEEP = "o.grad = 1.0, then _backward() of o, n, x1*w1 + x2*w2, x2*w2, x1*w1 in that order"
 
-
-def _expect_value(out, Value, what: str, inputs: str) -> None:
-    """Fail (rather than crash) when an operation did not return a Value."""
-    expect(isinstance(out, Value), f"type of {what}", "a Value", type(out).__name__, inputs)
 
 
 def _neuron(impl):
@@ -29,13 +26,13 @@ def _neuron(impl):
     w1, w2 = V(-3.0, label="w1"), V(1.0, label="w2")
     b = V(6.8813735870195432, label="b")
     x1w1 = x1 * w1
-    _expect_value(x1w1, V, "x1 * w1", NEURON)
+    expect_value(x1w1, V, "x1 * w1", NEURON)
     x2w2 = x2 * w2
     s = x1w1 + x2w2
-    _expect_value(s, V, "x1*w1 + x2*w2", NEURON)
+    expect_value(s, V, "x1*w1 + x2*w2", NEURON)
     n = s + b
     o = n.tanh()
-    _expect_value(o, V, "n.tanh()", NEURON)
+    expect_value(o, V, "n.tanh()", NEURON)
     o.grad = 1.0
     for node in (o, n, s, x2w2, x1w1):
         node._backward()
@@ -68,7 +65,7 @@ def test_tanh_forward(impl):
         inputs = f"a = Value({x})"
         a = impl.Value(x)
         t = a.tanh()
-        _expect_value(t, impl.Value, "a.tanh()", inputs)
+        expect_value(t, impl.Value, "a.tanh()", inputs)
         expect_close(t.data, math.tanh(x), "a.tanh().data", inputs, rel=1e-12)
         expect(t._prev == {a}, "a.tanh()._prev", "{a}", t._prev, inputs)
         expect_equal(t._op, "tanh", "a.tanh()._op", inputs)
@@ -82,7 +79,7 @@ def test_tanh_backward(impl):
         inputs = f"a = Value({x}), t = a.tanh(), t.grad = {g}, then t._backward()"
         a = impl.Value(x)
         t = a.tanh()
-        _expect_value(t, impl.Value, "a.tanh()", inputs)
+        expect_value(t, impl.Value, "a.tanh()", inputs)
         t.grad = g
         t._backward()
         expect_close(a.grad, (1 - math.tanh(x) ** 2) * g, "a.grad", inputs)
@@ -106,7 +103,7 @@ def test_tanh_seeded(impl):
         inputs = f"a = Value({x!r}), t = a.tanh(), t.grad = {g!r}, then t._backward()"
         a = impl.Value(x)
         t = a.tanh()
-        _expect_value(t, impl.Value, "a.tanh()", inputs)
+        expect_value(t, impl.Value, "a.tanh()", inputs)
         expect_close(t.data, math.tanh(x), "a.tanh().data", inputs, rel=1e-12)
         t.grad = g
         t._backward()
@@ -122,7 +119,7 @@ def test_add_backward(impl):
         inputs = f"a = Value({x}), b = Value({y}), c = a + b, c.grad = {g}, then c._backward()"
         a, b = impl.Value(x), impl.Value(y)
         c = a + b
-        _expect_value(c, impl.Value, "a + b", inputs)
+        expect_value(c, impl.Value, "a + b", inputs)
         c.grad = g
         c._backward()
         expect_close(a.grad, g, "a.grad", inputs)
@@ -137,7 +134,7 @@ def test_add_backward_plain_number(impl):
     inputs = "a = Value(1.5), c = a + 4.0, c.grad = -2.0, then c._backward()"
     a = impl.Value(1.5)
     c = a + 4.0
-    _expect_value(c, impl.Value, "a + 4.0", inputs)
+    expect_value(c, impl.Value, "a + 4.0", inputs)
     c.grad = -2.0
     c._backward()
     expect_close(a.grad, -2.0, "a.grad", inputs)
@@ -160,7 +157,7 @@ def test_add_backward_seeded(impl):
         inputs = f"a = Value({x!r}), b = Value({y!r}), c = a + b, c.grad = {g!r}, then c._backward()"
         a, b = impl.Value(x), impl.Value(y)
         c = a + b
-        _expect_value(c, impl.Value, "a + b", inputs)
+        expect_value(c, impl.Value, "a + b", inputs)
         c.grad = g
         c._backward()
         expect_close(a.grad, g, "a.grad", inputs, rel=1e-12)
@@ -177,7 +174,7 @@ def test_mul_backward(impl):
         inputs = f"a = Value({x}), b = Value({y}), c = a * b, c.grad = {g}, then c._backward()"
         a, b = impl.Value(x), impl.Value(y)
         c = a * b
-        _expect_value(c, impl.Value, "a * b", inputs)
+        expect_value(c, impl.Value, "a * b", inputs)
         c.grad = g
         c._backward()
         expect_close(a.grad, y * g, "a.grad (= b.data * c.grad)", inputs)
@@ -192,7 +189,7 @@ def test_mul_backward_plain_number(impl):
     inputs = "a = Value(1.5), c = a * 3.0, c.grad = -2.0, then c._backward()"
     a = impl.Value(1.5)
     c = a * 3.0
-    _expect_value(c, impl.Value, "a * 3.0", inputs)
+    expect_value(c, impl.Value, "a * 3.0", inputs)
     c.grad = -2.0
     c._backward()
     expect_close(a.grad, -6.0, "a.grad", inputs)
@@ -215,7 +212,7 @@ def test_mul_backward_seeded(impl):
         inputs = f"a = Value({x!r}), b = Value({y!r}), c = a * b, c.grad = {g!r}, then c._backward()"
         a, b = impl.Value(x), impl.Value(y)
         c = a * b
-        _expect_value(c, impl.Value, "a * b", inputs)
+        expect_value(c, impl.Value, "a * b", inputs)
         c.grad = g
         c._backward()
         expect_close(a.grad, y * g, "a.grad (= b.data * c.grad)", inputs, rel=1e-12)

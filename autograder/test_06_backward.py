@@ -7,16 +7,15 @@ its children by a simple weighted rule), so the checks see exactly which
 closures `backward()` called, how often, and in which order.
 """
 
-import gc
 import random
 import sys
 from collections import Counter
-from contextlib import contextmanager
 from functools import partial
 
 import pytest
 
 from autograder.checks import CheckFailed, expect, expect_close, expect_equal
+from autograder.testkit import collector_paused
 
 DEFAULT_RECURSION_LIMIT = 1000  # Python's default (sys.getrecursionlimit() in a fresh interpreter)
 
@@ -259,17 +258,6 @@ def test_random_dags(impl):
 
 # --- 6.2 ------------------------------------------------------------------------------------------------------------
 
-@contextmanager
-def _gc_paused():
-    """Building 100,000 nodes wakes the cyclic garbage collector again and again; it has nothing to find here."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
 
 class _Children(set):
     """A `_prev` that counts how often the graph's children are listed, to stop a search without a visited set."""
@@ -355,7 +343,7 @@ CHAIN = 100_000
 def test_chain_100k(impl):
     """a chain 100,000 nodes deep under the default recursion limit: finishes, each closure once, in order"""
     inputs = f"a chain of {CHAIN:,} nodes, each the only child of the next; backward() on the last one"
-    with _gc_paused():
+    with collector_paused():
         kids = [()] + [(i - 1,) for i in range(1, CHAIN)]
         nodes, calls = _build(impl, kids)
         root = nodes[-1]
@@ -376,7 +364,7 @@ def test_deep_ladder(impl):
     levels = 25_000
     inputs = (f"a ladder of {levels:,} levels: nodes 2k and 2k+1 both use nodes 2k-2 and 2k-1; "
               "the root uses the last two; backward() on the root")
-    with _gc_paused():
+    with collector_paused():
         kids = [(), ()]
         for k in range(1, levels):
             kids += [(2 * k - 2, 2 * k - 1), (2 * k - 2, 2 * k - 1)]
@@ -397,7 +385,7 @@ def test_deep_random_shortcuts(impl):
     depth = 50_000
     rng = random.Random(6202)
     inputs = f"a seeded chain of {depth:,} nodes where node i uses node i-1 and, often, one of the 50 nodes before it"
-    with _gc_paused():
+    with collector_paused():
         kids = [()]
         for i in range(1, depth):
             if i > 2 and rng.random() < 0.4:

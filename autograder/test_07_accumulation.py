@@ -12,12 +12,9 @@ import random
 
 import pytest
 
-from autograder.checks import expect, expect_close, finite_difference
+from autograder.checks import expect_close, finite_difference
+from autograder.testkit import expect_value
 
-
-def _expect_value(out, Value, what: str, inputs: str) -> None:
-    """Fail (rather than crash) when an operation did not return a Value."""
-    expect(isinstance(out, Value), f"type of {what}", "a Value", type(out).__name__, inputs)
 
 
 LOCAL_RULES = {
@@ -36,7 +33,7 @@ def _local_rules_first(impl, *ops: str) -> None:
         inputs = f"a = Value({x}), b = Value({y}), {text}, c.grad = {g}, then c._backward() (no reuse)"
         a, b = impl.Value(x), impl.Value(y)
         c = build(a, b)
-        _expect_value(c, impl.Value, text[4:], inputs)
+        expect_value(c, impl.Value, text[4:], inputs)
         c.grad = g
         c._backward()
         note = (f"this is the local rule of the {op} closure (task {task}), checked before any reuse: "
@@ -59,7 +56,7 @@ def test_add_reuse(impl):
     inputs = "a = Value(3.0), b = a + a, b.grad = 1.0, then b._backward()"
     a = impl.Value(3.0)
     b = a + a
-    _expect_value(b, impl.Value, "a + a", inputs)
+    expect_value(b, impl.Value, "a + a", inputs)
     _sweep(b, [b])
     expect_close(a.grad, 2.0, "a.grad", inputs, note="both of b's inputs are a: its two contributions add up")
 
@@ -72,7 +69,7 @@ def test_mul_reuse(impl):
         inputs = f"a = Value({x}), b = a * a, b.grad = 1.0, then b._backward()"
         a = impl.Value(x)
         b = a * a
-        _expect_value(b, impl.Value, "a * a", inputs)
+        expect_value(b, impl.Value, "a * a", inputs)
         _sweep(b, [b])
         expect_close(a.grad, 2 * x, "a.grad (d(a*a)/da = 2a)", inputs)
 
@@ -87,10 +84,10 @@ def test_lesson_example(impl):
         a, b = impl.Value(-2.0), impl.Value(3.0)
         d = a * b
         e = a + b
-        _expect_value(d, impl.Value, "a * b", inputs)
-        _expect_value(e, impl.Value, "a + b", inputs)
+        expect_value(d, impl.Value, "a * b", inputs)
+        expect_value(e, impl.Value, "a + b", inputs)
         f = d * e
-        _expect_value(f, impl.Value, "d * e", inputs)
+        expect_value(f, impl.Value, "d * e", inputs)
         expect_close(f.data, -6.0, "f.data", inputs)
         _sweep(f, [f, d, e] if order_name == "f, d, e" else [f, e, d])
         expect_close(d.grad, 1.0, "d.grad (= e)", inputs)
@@ -111,7 +108,7 @@ def test_tanh_reuse(impl):
     inputs = f"a = Value({x}), t = a.tanh(), s = t + t; s.grad = 1.0, then _backward() of s, t"
     a = impl.Value(x)
     t = a.tanh()
-    _expect_value(t, impl.Value, "a.tanh()", inputs)
+    expect_value(t, impl.Value, "a.tanh()", inputs)
     s = t + t
     _sweep(s, [s, t])
     expect_close(t.grad, 2.0, "t.grad", inputs)
@@ -121,7 +118,7 @@ def test_tanh_reuse(impl):
     a = impl.Value(x)
     t = a.tanh()
     s = t + a
-    _expect_value(s, impl.Value, "t + a", inputs)
+    expect_value(s, impl.Value, "t + a", inputs)
     _sweep(s, [s, t])
     expect_close(a.grad, 1 + local, "a.grad (= 1 + (1 - t**2))", inputs,
                  note="a gets 1 from the + and 1 - t**2 through the tanh: the tanh closure must add its part")
@@ -130,7 +127,7 @@ def test_tanh_reuse(impl):
     a = impl.Value(x)
     t1, t2 = a.tanh(), a.tanh()
     p = t1 * t2
-    _expect_value(p, impl.Value, "t1 * t2", inputs)
+    expect_value(p, impl.Value, "t1 * t2", inputs)
     _sweep(p, [p, t1, t2])
     expect_close(a.grad, 2 * t_val * local, "a.grad (= 2 * t * (1 - t**2))", inputs)
 
@@ -163,7 +160,7 @@ def test_reuse_deep_in_graph(impl):
     o = uy + q
     built = ((p, "x*y"), (q, "p + x"), (r, "q.tanh()"), (s, "r*x"), (u, "s + p"), (uy, "u*y"), (o, "u*y + q"))
     for node, what in built:
-        _expect_value(node, impl.Value, what, inputs)
+        expect_value(node, impl.Value, what, inputs)
     expect_close(o.data, _deep(x0, y0), "o.data", inputs)
     _sweep(o, [o, uy, u, s, r, q, p])
     expect_close(x.grad, finite_difference(lambda v: _deep(v, y0), x0), "x.grad (do/dx)", inputs, rel=1e-6)
@@ -185,7 +182,7 @@ def test_second_sweep_doubles(impl):
         inputs = f"a = Value({x}), b = Value({y}), {text}; twice: {text.split()[0]}.grad = 1.0, then its _backward()"
         a, b = impl.Value(x), impl.Value(y)
         out = build(a, b)
-        _expect_value(out, impl.Value, text.split(" = ")[1], inputs)
+        expect_value(out, impl.Value, text.split(" = ")[1], inputs)
         _sweep(out, [out])
         _sweep(out, [out])
         expect_close(a.grad, 2 * ga, "a.grad after two sweeps", inputs,
@@ -238,7 +235,7 @@ def test_random_reuse(impl):
         nodes = [impl.Value(v) for v in values]
         for op, i, j in steps:
             out = nodes[i].tanh() if op == "tanh" else (nodes[i] + nodes[j] if op == "+" else nodes[i] * nodes[j])
-            _expect_value(out, impl.Value, f"an operation {op!r}", inputs)
+            expect_value(out, impl.Value, f"an operation {op!r}", inputs)
             nodes.append(out)
         used, last = set(), len(nodes) - 1
         for k in range(last, len(values) - 1, -1):  # the nodes the last one depends on, by the program's own steps

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from autograder.checks import expect, expect_close, expect_equal, expect_raises, finite_difference
+from autograder.testkit import data_of, sweep
 from autograder.loading import reference
 
 # ---------------------------------------------------------------------------
@@ -14,24 +15,6 @@ from autograder.loading import reference
 # ---------------------------------------------------------------------------
 
 
-def _sweep(root, seed=1.0):
-    """Set root.grad = seed and call every _backward once, from root back to the leaves (iterative)."""
-    topo, seen, stack = [], set(), [(root, False)]
-    while stack:
-        v, children_done = stack.pop()
-        if children_done:
-            topo.append(v)
-        elif v not in seen:
-            seen.add(v)
-            stack.append((v, True))
-            stack.extend((child, False) for child in v._prev)
-    root.grad = seed
-    for v in reversed(topo):
-        v._backward()
-
-
-def _data(v):
-    return getattr(v, "data", v)
 
 
 def _grad(v):
@@ -65,8 +48,8 @@ def _headline(a, b):
 def _headline_value(Value, av, bv):
     a, b = Value(av), Value(bv)
     g = _headline(a, b)
-    _sweep(g)
-    return _data(g), a.grad, b.grad
+    sweep(g)
+    return data_of(g), a.grad, b.grad
 
 
 def _headline_torch(av, bv):
@@ -121,8 +104,8 @@ def _sanity(x):
 def _sanity_value(Value, xv):
     x = Value(xv)
     y = _sanity(x)
-    _sweep(y)
-    return _data(y), x.grad
+    sweep(y)
+    return data_of(y), x.grad
 
 
 def _sanity_torch(xv):
@@ -166,8 +149,8 @@ def _neuron(Value, squash):
     leaves = {name: Value(v) for name, v in NEURON.items()}
     n = leaves["x1"] * leaves["w1"] + leaves["x2"] * leaves["w2"] + leaves["b"]
     o = squash(n)
-    _sweep(o)
-    return _data(o), {name: v.grad for name, v in leaves.items()}
+    sweep(o)
+    return data_of(o), {name: v.grad for name, v in leaves.items()}
 
 
 def _decomposed(n):
@@ -199,10 +182,10 @@ def test_radd_forward(impl):
     a = impl.Value(3.0)
     c = 1 + a
     expect(isinstance(c, impl.Value), "type of 1 + a", "Value", type(c).__name__, "a = Value(3.0)")
-    expect_close(_data(c), 4.0, "(1 + a).data", "a = Value(3.0)")
+    expect_close(data_of(c), 4.0, "(1 + a).data", "a = Value(3.0)")
     expect(a in c._prev, "a in (1 + a)._prev", True, False, "a = Value(3.0)",
            note="1 + a must be built with an operation on a, so the gradient can reach a")
-    expect_close(_data(2.5 + a), 5.5, "(2.5 + a).data", "a = Value(3.0)")
+    expect_close(data_of(2.5 + a), 5.5, "(2.5 + a).data", "a = Value(3.0)")
     expect_equal((a.data, a.grad), (3.0, 0.0), "(a.data, a.grad) after 1 + a (unchanged)")
 
 
@@ -212,10 +195,10 @@ def test_rmul_forward(impl):
     a = impl.Value(3.0)
     c = 2 * a
     expect(isinstance(c, impl.Value), "type of 2 * a", "Value", type(c).__name__, "a = Value(3.0)")
-    expect_close(_data(c), 6.0, "(2 * a).data", "a = Value(3.0)")
+    expect_close(data_of(c), 6.0, "(2 * a).data", "a = Value(3.0)")
     expect(a in c._prev, "a in (2 * a)._prev", True, False, "a = Value(3.0)",
            note="2 * a must be built with an operation on a, so the gradient can reach a")
-    expect_close(_data(-0.5 * a), -1.5, "(-0.5 * a).data", "a = Value(3.0)")
+    expect_close(data_of(-0.5 * a), -1.5, "(-0.5 * a).data", "a = Value(3.0)")
 
 
 @pytest.mark.task("8.1", points=2, hint="Reuse __add__ and __mul__ so their _backward closures carry the gradient.")
@@ -223,11 +206,11 @@ def test_radd_rmul_backward(impl):
     """gradients flow through 1 + a and 2 * a"""
     a = impl.Value(3.0)
     c = 1 + a
-    _sweep(c, seed=1.5)
+    sweep(c, seed=1.5)
     expect_close(a.grad, 1.5, "a.grad after backpropagating 1.5 from c = 1 + a", "a = Value(3.0)")
     a = impl.Value(3.0)
     c = 2 * a
-    _sweep(c, seed=1.5)
+    sweep(c, seed=1.5)
     expect_close(a.grad, 3.0, "a.grad after backpropagating 1.5 from c = 2 * a", "a = Value(3.0)")
 
 
@@ -253,13 +236,13 @@ def test_radd_rmul_seeded(impl):
         inputs = f"k = {k!r}, a = Value({x!r}), backpropagating {g!r}"
         a = impl.Value(x)
         c = k + a
-        expect_close(_data(c), k + x, "(k + a).data", inputs, rel=1e-12)
-        _sweep(c, seed=g)
+        expect_close(data_of(c), k + x, "(k + a).data", inputs, rel=1e-12)
+        sweep(c, seed=g)
         expect_close(a.grad, g, "a.grad for c = k + a", inputs, rel=1e-12)
         a = impl.Value(x)
         c = k * a
-        expect_close(_data(c), k * x, "(k * a).data", inputs, rel=1e-12)
-        _sweep(c, seed=g)
+        expect_close(data_of(c), k * x, "(k * a).data", inputs, rel=1e-12)
+        sweep(c, seed=g)
         expect_close(a.grad, k * g, "a.grad for c = k * a", inputs, rel=1e-12)
 
 
@@ -281,11 +264,11 @@ def test_pow_forward(impl):
     """a ** 2 gives 9.0 with one child and op '**2'"""
     a = impl.Value(3.0)
     c = a**2
-    expect_close(_data(c), 9.0, "(a ** 2).data", "a = Value(3.0)")
+    expect_close(data_of(c), 9.0, "(a ** 2).data", "a = Value(3.0)")
     expect(getattr(c, "_prev", None) == {a}, "(a ** 2)._prev", "{a}", getattr(c, "_prev", None), "a = Value(3.0)")
     expect_equal(c._op, "**2", "(a ** 2)._op", "a = Value(3.0)")
-    expect_close(_data(a**-1), 1 / 3, "(a ** -1).data", "a = Value(3.0)")
-    expect_close(_data(impl.Value(4.0) ** 0.5), 2.0, "(a ** 0.5).data", "a = Value(4.0)")
+    expect_close(data_of(a**-1), 1 / 3, "(a ** -1).data", "a = Value(3.0)")
+    expect_close(data_of(impl.Value(4.0) ** 0.5), 2.0, "(a ** 0.5).data", "a = Value(4.0)")
 
 
 @pytest.mark.task("8.2", points=2, hint="Power rule: self.grad += other * self.data ** (other - 1) * out.grad.")
@@ -341,7 +324,7 @@ def test_pow_seeded_finite_differences(impl):
             inputs = f"a = Value({x!r}), out = a ** {k!r}, out.grad = {g!r}"
             a = impl.Value(x)
             out = a**k
-            expect_close(_data(out), x**k, "(a ** k).data", inputs, rel=1e-12)
+            expect_close(data_of(out), x**k, "(a ** k).data", inputs, rel=1e-12)
             out.grad = g
             out._backward()
             expected = g * finite_difference(lambda t: t**k, x)
@@ -366,10 +349,10 @@ def test_neg_sub_rsub_forward(impl):
     """-a, a - b, a - 2 and 1 - a have the right data"""
     a, b = impl.Value(3.0), impl.Value(5.0)
     inputs = "a = Value(3.0), b = Value(5.0)"
-    expect_close(_data(-a), -3.0, "(-a).data", inputs)
-    expect_close(_data(a - b), -2.0, "(a - b).data", inputs)
-    expect_close(_data(a - 2), 1.0, "(a - 2).data", inputs)
-    expect_close(_data(1 - a), -2.0, "(1 - a).data", inputs)
+    expect_close(data_of(-a), -3.0, "(-a).data", inputs)
+    expect_close(data_of(a - b), -2.0, "(a - b).data", inputs)
+    expect_close(data_of(a - 2), 1.0, "(a - 2).data", inputs)
+    expect_close(data_of(1 - a), -2.0, "(1 - a).data", inputs)
     expect_equal((a.data, b.data), (3.0, 5.0), "(a.data, b.data) afterwards (unchanged)")
 
 
@@ -378,14 +361,14 @@ def test_neg_sub_rsub_backward(impl):
     """gradients flow through -a, a - b and 1 - a"""
     inputs = "a = Value(3.0), b = Value(5.0), backpropagating 2.0"
     a = impl.Value(3.0)
-    _sweep(-a, seed=2.0)
+    sweep(-a, seed=2.0)
     expect_close(a.grad, -2.0, "a.grad for out = -a", inputs)
     a, b = impl.Value(3.0), impl.Value(5.0)
-    _sweep(a - b, seed=2.0)
+    sweep(a - b, seed=2.0)
     expect_close(a.grad, 2.0, "a.grad for out = a - b", inputs)
     expect_close(b.grad, -2.0, "b.grad for out = a - b", inputs)
     a = impl.Value(3.0)
-    _sweep(1 - a, seed=2.0)
+    sweep(1 - a, seed=2.0)
     expect_close(a.grad, -2.0, "a.grad for out = 1 - a", inputs)
 
 
@@ -412,8 +395,8 @@ def test_sub_seeded_finite_differences(impl):
         for text, build, plain in cases:
             a, b = impl.Value(x), impl.Value(y)
             out = build(a, b)
-            expect_close(_data(out), plain(x, y), f"({text}).data", inputs, rel=1e-12)
-            _sweep(out)
+            expect_close(data_of(out), plain(x, y), f"({text}).data", inputs, rel=1e-12)
+            sweep(out)
             expect_close(a.grad, finite_difference(lambda s: plain(s, y), x), f"a.grad for {text}", inputs,
                          rel=1e-6, abs_tol=1e-6)
             expect_close(b.grad, finite_difference(lambda t: plain(x, t), y), f"b.grad for {text}", inputs,
@@ -437,9 +420,9 @@ def test_div_forward(impl):
     """a / b, a / 4.0 and 10.0 / a have the right data"""
     a, b = impl.Value(7.0), impl.Value(2.0)
     inputs = "a = Value(7.0), b = Value(2.0)"
-    expect_close(_data(a / b), 3.5, "(a / b).data", inputs)
-    expect_close(_data(a / 4.0), 1.75, "(a / 4.0).data", inputs)
-    expect_close(_data(10.0 / b), 5.0, "(10.0 / b).data", inputs)
+    expect_close(data_of(a / b), 3.5, "(a / b).data", inputs)
+    expect_close(data_of(a / 4.0), 1.75, "(a / 4.0).data", inputs)
+    expect_close(data_of(10.0 / b), 5.0, "(10.0 / b).data", inputs)
     expect_equal((a.data, b.data), (7.0, 2.0), "(a.data, b.data) afterwards (unchanged)")
 
 
@@ -448,11 +431,11 @@ def test_div_backward(impl):
     """gradients flow through a / b and 10.0 / b"""
     inputs = "a = Value(3.0), b = Value(2.0), backpropagating 2.0"
     a, b = impl.Value(3.0), impl.Value(2.0)
-    _sweep(a / b, seed=2.0)
+    sweep(a / b, seed=2.0)
     expect_close(a.grad, 1.0, "a.grad for out = a / b (2.0 / b)", inputs)
     expect_close(b.grad, -1.5, "b.grad for out = a / b (-2.0 * a / b**2)", inputs)
     b = impl.Value(2.0)
-    _sweep(10.0 / b, seed=2.0)
+    sweep(10.0 / b, seed=2.0)
     expect_close(b.grad, -5.0, "b.grad for out = 10.0 / b (-2.0 * 10 / b**2)", inputs)
 
 
@@ -487,8 +470,8 @@ def test_div_seeded_finite_differences(impl):
         for text, build, plain in cases:
             a, b = impl.Value(x), impl.Value(y)
             out = build(a, b)
-            expect_close(_data(out), plain(x, y), f"({text}).data", inputs, rel=1e-9)
-            _sweep(out)
+            expect_close(data_of(out), plain(x, y), f"({text}).data", inputs, rel=1e-9)
+            sweep(out)
             expect_close(a.grad, finite_difference(lambda s: plain(s, y), x), f"a.grad for {text}", inputs,
                          rel=1e-5, abs_tol=1e-6)
             expect_close(b.grad, finite_difference(lambda t: plain(x, t), y), f"b.grad for {text}", inputs,
@@ -512,11 +495,11 @@ def test_exp_forward(impl):
     """a.exp() gives e^a with one child and op 'exp'"""
     a = impl.Value(1.0)
     c = a.exp()
-    expect_close(_data(c), math.e, "Value(1.0).exp().data", rel=1e-12)
+    expect_close(data_of(c), math.e, "Value(1.0).exp().data", rel=1e-12)
     expect(getattr(c, "_prev", None) == {a}, "a.exp()._prev", "{a}", getattr(c, "_prev", None), "a = Value(1.0)")
     expect_equal(c._op, "exp", "a.exp()._op", "a = Value(1.0)")
-    expect_close(_data(impl.Value(0.0).exp()), 1.0, "Value(0.0).exp().data")
-    expect_close(_data(impl.Value(-2.0).exp()), math.exp(-2.0), "Value(-2.0).exp().data", rel=1e-12)
+    expect_close(data_of(impl.Value(0.0).exp()), 1.0, "Value(0.0).exp().data")
+    expect_close(data_of(impl.Value(-2.0).exp()), math.exp(-2.0), "Value(-2.0).exp().data", rel=1e-12)
 
 
 @pytest.mark.task("8.5", points=2, hint="The derivative of e^x is e^x: self.grad += out.data * out.grad.")
@@ -559,7 +542,7 @@ def test_exp_seeded_finite_differences(impl):
         inputs = f"a = Value({x!r}), out = a.exp(), out.grad = {g!r}"
         a = impl.Value(x)
         out = a.exp()
-        expect_close(_data(out), math.exp(x), "a.exp().data", inputs, rel=1e-12)
+        expect_close(data_of(out), math.exp(x), "a.exp().data", inputs, rel=1e-12)
         out.grad = g
         out._backward()
         expect_close(a.grad, g * finite_difference(math.exp, x), "a.grad after out._backward() vs finite differences",
@@ -576,11 +559,11 @@ def test_relu_forward(impl):
     """relu gives 0 for negative inputs and 0, the input otherwise, op 'ReLU'"""
     a = impl.Value(3.0)
     c = a.relu()
-    expect_close(_data(c), 3.0, "Value(3.0).relu().data")
+    expect_close(data_of(c), 3.0, "Value(3.0).relu().data")
     expect(getattr(c, "_prev", None) == {a}, "a.relu()._prev", "{a}", getattr(c, "_prev", None), "a = Value(3.0)")
     expect_equal(c._op, "ReLU", "a.relu()._op", "a = Value(3.0)")
-    expect_close(_data(impl.Value(-2.0).relu()), 0.0, "Value(-2.0).relu().data")
-    expect_close(_data(impl.Value(0.0).relu()), 0.0, "Value(0.0).relu().data")
+    expect_close(data_of(impl.Value(-2.0).relu()), 0.0, "Value(-2.0).relu().data")
+    expect_close(data_of(impl.Value(0.0).relu()), 0.0, "Value(0.0).relu().data")
 
 
 @pytest.mark.task("8.6", points=2, hint="Pass out.grad only where out.data > 0: at exactly 0 the gradient is 0.")
@@ -637,7 +620,7 @@ def test_relu_seeded_finite_differences(impl):
         inputs = f"a = Value({x!r}), out = a.relu(), out.grad = {g!r}"
         a = impl.Value(x)
         out = a.relu()
-        expect_close(_data(out), max(0.0, x), "a.relu().data", inputs, rel=1e-12)
+        expect_close(data_of(out), max(0.0, x), "a.relu().data", inputs, rel=1e-12)
         out.grad = g
         out._backward()
         expect_close(a.grad, g * finite_difference(lambda t: max(0.0, t), x),

@@ -13,11 +13,9 @@ import random
 import pytest
 
 from autograder.checks import expect, expect_close, expect_equal
+from autograder.testkit import data_of
 from autograder.loading import reference
 
-
-def _data(v):
-    return getattr(v, "data", v)
 
 
 def _draws(seed, n):
@@ -168,9 +166,9 @@ def test_neuron_tanh_forward(impl):
     out = n(x)
     expected = math.tanh(0.3 * 1.0 + -0.1 * -2.0 + 0.8 * 0.5 + 0.2)
     expect(isinstance(out, impl.Value), "type of Neuron(3)(x)", "Value", type(out).__name__)
-    expect_close(_data(out), expected, "Neuron(3)(x).data", "w = [0.3, -0.1, 0.8], b = 0.2, x = [1.0, -2.0, 0.5]")
+    expect_close(data_of(out), expected, "Neuron(3)(x).data", "w = [0.3, -0.1, 0.8], b = 0.2, x = [1.0, -2.0, 0.5]")
     xv = [impl.Value(v) for v in x]
-    expect_close(_data(n(xv)), expected, "Neuron(3)(x).data with x given as Values",
+    expect_close(data_of(n(xv)), expected, "Neuron(3)(x).data with x given as Values",
                  "w = [0.3, -0.1, 0.8], b = 0.2, x = [Value(1.0), Value(-2.0), Value(0.5)]")
 
 
@@ -185,7 +183,7 @@ def test_neuron_relu_and_linear(impl):
         args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
         for x, z in cases:
             expected = _act(z, kwargs.get("act", "tanh"), kwargs.get("nonlin", True))
-            expect_close(_data(n(x)), expected, f"Neuron(2, {args})(x).data", f"w = {ws}, b = {b}, x = {x}")
+            expect_close(data_of(n(x)), expected, f"Neuron(2, {args})(x).data", f"w = {ws}, b = {b}, x = {x}")
 
 
 @pytest.mark.task("10.2", points=1, hint="The output must be built from self.w and self.b themselves, so that backward reaches them.")
@@ -218,13 +216,13 @@ def test_neuron_seeded(impl):
         n = impl.nn.Neuron(nin, **kwargs)
         args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
         what = f"Neuron({nin}{args})"
-        expect_equal([_data(p) for p in n.parameters()], expected, f"[p.data for p in {what}.parameters()]",
+        expect_equal([data_of(p) for p in n.parameters()], expected, f"[p.data for p in {what}.parameters()]",
                      f"random.seed({seed}) just before {what}")
         x = [rng.uniform(-2, 2) for _ in range(nin)]
         z = sum(w * xi for w, xi in zip(expected, x)) + expected[-1]
         act, nonlin = kwargs.get("act", "tanh"), kwargs.get("nonlin", True)
         out = n(x)
-        expect_close(_data(out), _act(z, act, nonlin), f"{what}(x).data", f"seed {seed}, x = {x}", rel=1e-9)
+        expect_close(data_of(out), _act(z, act, nonlin), f"{what}(x).data", f"seed {seed}, x = {x}", rel=1e-9)
         out.backward()
         d = _dact(z, act, nonlin)
         expect_close(n.parameters()[-1].grad, d, f"bias grad after {what}(x).backward()", f"seed {seed}, x = {x}")
@@ -273,7 +271,7 @@ def test_layer_outputs_by_hand(impl):
     expect_equal(len(out), 3, "number of outputs of Layer(2, 3)(x)")
     inputs = f"neurons (w, b) = {weights}, x = {x}"
     for i, (o, e) in enumerate(zip(out, expected)):
-        expect_close(_data(o), e, f"Layer(2, 3)(x)[{i}].data", inputs)
+        expect_close(data_of(o), e, f"Layer(2, 3)(x)[{i}].data", inputs)
 
 
 @pytest.mark.task("10.3", points=1, hint="Pass **kwargs on to every Neuron, so act='relu' and nonlin=False reach them.")
@@ -290,7 +288,7 @@ def test_layer_passes_neuron_options(impl):
         for i, (w, b) in enumerate(ws):
             z = w[0] * x[0] + w[1] * x[1] + b
             expected = _act(z, kwargs.get("act", "tanh"), kwargs.get("nonlin", True))
-            expect_close(_data(out[i]) if i < len(out) else None, expected, f"Layer(2, 2, {args})(x)[{i}].data",
+            expect_close(data_of(out[i]) if i < len(out) else None, expected, f"Layer(2, 2, {args})(x)[{i}].data",
                          f"neurons (w, b) = {ws}, x = {x}")
 
 
@@ -312,7 +310,7 @@ def test_layer_seeded(impl):
         args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
         what = f"Layer({nin}, {nout}{args})"
         params = layer.parameters()
-        expect_equal([_data(p) for p in params], expected, f"[p.data for p in {what}.parameters()]",
+        expect_equal([data_of(p) for p in params], expected, f"[p.data for p in {what}.parameters()]",
                      f"random.seed({seed}) just before {what}", note="neuron by neuron: weights, then bias")
         x = [rng.uniform(-2, 2) for _ in range(nin)]
         out, ref = layer(x), twin(x)
@@ -320,7 +318,7 @@ def test_layer_seeded(impl):
         outs, refs = _as_list(out), _as_list(ref)
         expect_equal(len(outs), len(refs), f"number of outputs of {what}(x)")
         for i, (o, r) in enumerate(zip(outs, refs)):
-            expect_close(_data(o), r.data, f"{what}(x)[{i}].data", f"seed {seed}, x = {x}", rel=1e-9)
+            expect_close(data_of(o), r.data, f"{what}(x)[{i}].data", f"seed {seed}, x = {x}", rel=1e-9)
         sum(outs, impl.Value(0.0)).backward()
         sum(refs, impl.Value(0.0)).backward()
         _expect_grads(params, [p.grad for p in twin.parameters()],
@@ -372,7 +370,7 @@ def test_mlp_forward_by_hand(impl):
         out = mlp(x)
         expect(isinstance(out, impl.Value), "type of MLP(2, [2, 1])(x)", "Value (the last layer has one neuron)",
                type(out).__name__)
-        expect_close(_data(out), _small_mlp_by_hand(x, hidden, output, "tanh", False), "MLP(2, [2, 1])(x).data",
+        expect_close(data_of(out), _small_mlp_by_hand(x, hidden, output, "tanh", False), "MLP(2, [2, 1])(x).data",
                      f"hidden neurons (w, b) = {hidden}, output neuron = {output}, x = {x}")
 
 
@@ -383,7 +381,7 @@ def test_mlp_linear_output(impl):
         mlp = impl.nn.MLP(2, [2, 1], act=act, linear_output=linear)
         hidden, output = _small_mlp(mlp)
         for x in ([1.0, 0.5], [-0.5, 2.0], [2.0, 3.0]):
-            expect_close(_data(mlp(x)), _small_mlp_by_hand(x, hidden, output, act, linear),
+            expect_close(data_of(mlp(x)), _small_mlp_by_hand(x, hidden, output, act, linear),
                          f"MLP(2, [2, 1], act={act!r}, linear_output={linear})(x).data",
                          f"hidden neurons (w, b) = {hidden}, output neuron = {output}, x = {x}")
 
@@ -435,7 +433,7 @@ def test_mlp_seeded_shapes(impl):
         outs, refs = _as_list(out), _as_list(ref)
         expect_equal(len(outs), len(refs), f"number of outputs of {what}(x)")
         for i, (o, r) in enumerate(zip(outs, refs)):
-            expect_close(_data(o), r.data, f"{what}(x)[{i}].data", f"seed {seed}, x = {x}", rel=1e-9)
+            expect_close(data_of(o), r.data, f"{what}(x)[{i}].data", f"seed {seed}, x = {x}", rel=1e-9)
         sum(outs, impl.Value(0.0)).backward()
         sum(refs, impl.Value(0.0)).backward()
         _expect_grads(params, [p.grad for p in twin.parameters()],

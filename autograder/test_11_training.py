@@ -6,21 +6,17 @@ The oracle of the training loop is a run of the reference `train` on an
 identically seeded model, made in the test.
 """
 
-import gc
 import random
-from contextlib import contextmanager
 
 import pytest
 
 from autograder.checks import expect, expect_close, expect_equal
+from autograder.testkit import collector_sees_only_new_objects, data_of
 from autograder.loading import reference
 
 XS = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]]
 YS = [1.0, -1.0, -1.0, 1.0]
 
-
-def _data(v):
-    return getattr(v, "data", v)
 
 
 # --- 11.1 squared_error_loss ------------------------------------------------------------------------------------------
@@ -114,20 +110,6 @@ def test_sgd_step_seeded(impl):
 
 # --- 11.3 train -------------------------------------------------------------------------------------------------------
 
-@contextmanager
-def _quick_gc():
-    """Let Python's automatic collections walk only the objects made inside the block (as in test_12).
-
-    Every training step leaves a graph full of reference cycles; without this, the
-    collections triggered during a run walk every object of the grader's process.
-    It changes no result.
-    """
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
 
 def _model(seed):
     """The lesson's MLP(3, [4, 4, 1]), made by the reference from `seed`."""
@@ -156,7 +138,7 @@ def _check_history(impl, seed, xs, ys, steps, lr, inputs, stale_grads=False):
     model, twin = _model(seed), _model(seed)
     if stale_grads:  # gradients left over from an earlier backward
         reference("train").squared_error_loss([model(x) for x in xs], ys).backward()
-    with _quick_gc():
+    with collector_sees_only_new_objects():
         history = impl.train.train(model, xs, ys, steps, lr)
         expected = reference("train").train(twin, xs, ys, steps, lr)
         without_zeroing = _run_without_zeroing(_model(seed), xs, ys, steps, lr) if steps > 1 else None
@@ -197,13 +179,13 @@ def test_train_zeroes_gradients_every_step(impl):
 def test_train_final_loss_is_small(impl):
     """40 steps on the lesson's data bring the loss from a few units to near zero"""
     model = _model(1337)
-    with _quick_gc():
+    with collector_sees_only_new_objects():
         history = impl.train.train(model, XS, YS, 40, 0.05)
     inputs = "lesson_model(1337), the lesson's xs and ys, steps = 40, learning_rate = 0.05"
     expect(isinstance(history, list) and len(history) == 40, "train(...) returns 40 losses", "a list of 40 floats",
            history, inputs)
-    expect(_data(history[0]) > 1.0, "history[0] (the loss before any update)", "a few units", history[0], inputs)
-    expect(_data(history[-1]) < 0.05, "history[-1] (the last loss)", "< 0.05", history[-1], inputs)
+    expect(data_of(history[0]) > 1.0, "history[0] (the loss before any update)", "a few units", history[0], inputs)
+    expect(data_of(history[-1]) < 0.05, "history[-1] (the last loss)", "< 0.05", history[-1], inputs)
     preds = [model(x).data for x in XS]
     expect(all(abs(p - y) < 0.2 for p, y in zip(preds, YS)), "the trained model's predictions",
            f"within 0.2 of the targets {YS}", preds, inputs)

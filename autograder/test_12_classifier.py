@@ -10,28 +10,21 @@ identically seeded model.
 Each training step leaves a graph full of reference cycles, and the reference
 calls `gc.collect()` once per step; a full collection walks every object of the
 grader's process (PyTorch included), which would cost far more than the step
-itself. The training checks therefore run inside `_quick_gc()`, which freezes
+itself. The training checks therefore run inside `collector_sees_only_new_objects()`, which freezes
 the objects alive before the run (`gc.freeze`) so that collections only walk
 what the run creates. It changes no result.
 """
 
-import gc
 import math
 import random
-from contextlib import contextmanager
 
 import pytest
 
 from autograder.checks import expect, expect_close, expect_equal
+from autograder.testkit import collector_sees_only_new_objects, is_number
 from autograder.loading import reference
 
 
-def _data(v):
-    return getattr(v, "data", v)
-
-
-def _is_number(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 # --- 12.1 hinge_loss --------------------------------------------------------------------------------------------------
@@ -154,15 +147,6 @@ def test_accuracy_seeded(impl):
 
 # --- 12.4 train_step and train_classifier ---------------------------------------------------------------------------
 
-@contextmanager
-def _quick_gc():
-    """Collections walk only the objects made inside the block (see the module docstring)."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
 
 def _moons(n, noise, seed):
     """The grader's two interleaving half-moons: n points, labels -1 (upper moon) and +1 (lower moon)."""
@@ -193,7 +177,7 @@ def _check_entry(entry, what, inputs):
     loss, acc = entry
     expect(isinstance(loss, float), f"{what}: the loss", "a float (loss.data, not the Value)",
            f"{type(loss).__name__}: {loss!r}", inputs)
-    expect(_is_number(acc) and 0 <= acc <= 1, f"{what}: the accuracy", "a number between 0 and 1", acc, inputs)
+    expect(is_number(acc) and 0 <= acc <= 1, f"{what}: the accuracy", "a number between 0 and 1", acc, inputs)
 
 
 def _expected_step(model, X, y, lr):
@@ -226,7 +210,7 @@ def _compare_histories(history, expected, inputs, note=None):
 
 def _same(history, expected):
     return (isinstance(history, list) and len(history) == len(expected)
-            and all(isinstance(e, (tuple, list)) and len(e) == 2 and _is_number(e[0])
+            and all(isinstance(e, (tuple, list)) and len(e) == 2 and is_number(e[0])
                     and math.isclose(e[0], x[0], rel_tol=1e-9) for e, x in zip(history, expected)))
 
 
@@ -236,7 +220,7 @@ def test_train_step_one_update(impl):
     X, y = _moons(8, 0.1, 5)
     inputs = _describe(8, 5, 12, (4, 4)) + ", learning_rate = 0.5"
     model, twin = _model(12, (4, 4)), _model(12, (4, 4))
-    with _quick_gc():
+    with collector_sees_only_new_objects():
         hinge_only = reference("classifier").hinge_loss([twin(x) for x in X], y).data
         result = impl.classifier.train_step(model, X, y, 0.5)
         expected = _expected_step(twin, X, y, 0.5)
@@ -258,7 +242,7 @@ def test_train_step_zeroes_leftover_gradients(impl):
     model, twin = _model(13, (4, 4)), _model(13, (4, 4))
     for p in model.parameters():
         p.grad = 5.0
-    with _quick_gc():
+    with collector_sees_only_new_objects():
         result = impl.classifier.train_step(model, X, y, 0.3)
         expected = _expected_step(twin, X, y, 0.3)
     _check_entry(result, "train_step(...)", inputs)
@@ -273,7 +257,7 @@ def _check_run(impl, n, data_seed, model_seed, steps, inputs_extra="", hidden=(8
     kwargs = {} if batch_size is None else {"batch_size": batch_size, "seed": seed}
     inputs = _describe(n, data_seed, model_seed, hidden) + f", steps = {steps}" + "".join(
         f", {k} = {v}" for k, v in kwargs.items()) + inputs_extra
-    with _quick_gc():
+    with collector_sees_only_new_objects():
         history = impl.classifier.train_classifier(model, X, y, steps, **kwargs)
         expected = reference("classifier").train_classifier(twin, X, y, steps, **kwargs)
     _compare_histories(history, expected, inputs)
@@ -297,7 +281,7 @@ def test_train_classifier_learning_rate_schedule(impl):
     X, y = _moons(10, 0.1, 8)
     inputs = _describe(10, 8, 22, (4, 4)) + f", steps = {steps}"
     model = _model(22, (4, 4))
-    with _quick_gc():
+    with collector_sees_only_new_objects():
         history = impl.classifier.train_classifier(model, X, y, steps)
         twin = _model(22, (4, 4))
         expected = _run_with_rates(twin, X, y, [1.0 - 0.9 * k / steps for k in range(steps)])
@@ -322,7 +306,7 @@ def _check_learns(impl, data_seed, model_seed, n=16, steps=20):
     X, y = _moons(n, 0.1, data_seed)
     model = _model(model_seed)
     inputs = _describe(n, data_seed, model_seed) + f", steps = {steps}"
-    with _quick_gc():
+    with collector_sees_only_new_objects():
         history = impl.classifier.train_classifier(model, X, y, steps)
     expect(isinstance(history, list) and len(history) == steps, "train_classifier(...) returns one entry per step",
            f"a list of {steps} (loss, accuracy) pairs", history, inputs)
@@ -341,7 +325,7 @@ def test_train_classifier_batches(impl):
     X, y = _moons(20, 0.1, 9)
     inputs = _describe(20, 9, 23, (4, 4)) + ", steps = 5, batch_size = 4, seed = 11"
     runs = []
-    with _quick_gc():
+    with collector_sees_only_new_objects():
         for _ in range(2):
             model = _model(23, (4, 4))
             state = random.getstate()
