@@ -44,6 +44,56 @@ NUMBERS: dict[int, list[str]] = {
         "made by '+'", "made by '*'", "a + 1 = Value(data=3.0)"],
     3: ["a = 2.0", "b = -3.0", "c = 10.0", "e = -6.0", "d = 4.0", "f = -2.0", "L = -8.0", "7 nodes", "6 edges",
         "data -8.0000 | grad 0.0000"],
+    4: ["dL/dL = 1.0", "dL/df = 4.0", "dL/dd = -2.0", "dL/dc = -2.0", "dL/de = -2.0", "dL/da = 6.0", "dL/db = -4.0",
+        "nudged: 6.0000000000", "nudged: -3.9999999999", "nudged: -1.9999999999", "nudged: 3.9999999999",
+        "same as by hand: True", "a: 2.06", "b: -3.04", "c: 9.98", "f: -1.96",
+        "L before: -8.0   L after one step: -7.286496", "predicted rise: 0.72"],
+    5: ["d car / d walker  = 8.0 = 2 × 4", "n = 0.8813735870195432", "o = tanh(n) = 0.7071",
+        "do/dn = 1 - o² = 0.4999999999999998, that is 0.5", "y.grad = 6.0",
+        "x1: grad -1.5", "w1: grad  1.0", "x2: grad  0.5", "w2: grad  0.0", "b: grad  0.5",
+        "x1*w1: grad  0.5", "x2*w2: grad  0.5", "x1*w1 + x2*w2: grad  0.5"],
+    6: ["{'a': 0.0, 'b': 0.0, 'c': 0.0, 'e': 0.0, 'd': -2.0, 'f': 4.0, 'L': 1.0}",
+        "{'a': 6.0, 'b': -4.0, 'c': -2.0, 'e': -2.0, 'd': -2.0, 'f': 4.0, 'L': 1.0}",
+        "x1: -1.5  w1: 1.0  x2: 0.5  w2: 0.0  b: 0.5", "recursion limit: 1000",
+        "in a fresh thread: RecursionError from", "frames deep: from",
+        "MLP(2, [16, 16, 1]): 337 parameters, 69018 nodes: fine",
+        "MLP(2, [32, 32, 1]): 1185 parameters, 241162 nodes: RecursionError",
+        "limit 10,000, chain of 1,500: fine", "limit 10,000, chain of 15,000: RecursionError",
+        "the other Python was killed by SIGSEGV", "recursive search: RecursionError", "reference backward(): fine",
+        "grad of x0, 100,000 operations back: 1.0"],
+    7: ["b = 6.0   a.grad = 2.0", "a.grad = 1.0   (should be 2.0)", "Value: d(a·a)/da = 6.0",
+        "d = -6.0, e = 1.0, f = -6.0", "df/da = -3.0   df/db = -8.0",
+        "after two backward():  a.grad = 6.0   b.grad = -4.0"],
+    8: ["1 + a = Value(data=4.0)", "2 * a = Value(data=6.0)",
+        "TypeError: Value ** only takes an int or float exponent, not Value",
+        "x =   0.0   relu(x) =  0.0   gradient 0.0",
+        "o          0.7071067812      0.7071067812", "x1.grad   -1.5000000000     -1.5000000000",
+        "w1.grad    1.0000000000      1.0000000000", "x2.grad    0.5000000000      0.5000000000",
+        "w2.grad    0.0000000000      0.0000000000", "b.grad     0.5000000000      0.5000000000",
+        "g.data = 24.7041", "a.grad = 138.8338", "b.grad = 645.5773", "within 1e-6: True"],
+    9: ["x1.grad: ours -1.5000000000   PyTorch -1.5000000000", "ours:    y = -20.0   dy/dx = 46.0",
+        "PyTorch: y = -20.0   dy/dx = 46.0", "g       ours 24.7041  PyTorch 24.7041",
+        "a.grad  ours 138.8338  PyTorch 138.8338", "b.grad  ours 645.5773  PyTorch 645.5773",
+        "gradcheck(Tanh): True", "gradcheck(WrongTanh): False"],
+    10: ["tanhNeuron(3)", "reluNeuron(3)", "LinearNeuron(3)", "parameters: 16 = 4 neurons x (3 weights + 1 bias)",
+         "16 + 20 + 5 = 41", "48 + 272 + 17 = 337",
+         "params[0] is the first weight of the first neuron: True", "all zero: True"],
+    11: ["x = [2.0, 3.0, -1.0]   target +1", "x = [3.0, -1.0, 0.5]   target -1", "41 parameters",
+         "loss   : Value(data=6.0054", "dL/dŷ = +3.1141   2(ŷ - y) = +3.1141",
+         "loss before the step 6.0054, after 4.4483", "step  0  loss 6.0054", "step 59  loss 0.0097",
+         "prediction +0.9440   target +1", "prediction -0.9891   target -1", "same history within 1e-12: True",
+         "step 59  loss with zeroing 0.0097   without 4.0000",
+         "lr 0.001  loss after 60 steps 3.8082", "lr 0.05   loss after 60 steps 0.0097",
+         "lr 0.5    loss after 60 steps 3.9999"],
+    12: ["100 points; 50 labelled +1 and 50 labelled -1", "337 parameters",
+         "score -2.0:  loss 3.0   dloss/dscore -1.0", "score +1.0:  loss 0.0   dloss/dscore +0.0",
+         "untrained: loss 1.1706, accuracy 50%", "step  0: learning rate 1.000", "step 99: learning rate 0.109",
+         "step  0  loss 1.1706  accuracy 50%", "step 99  loss 0.0136  accuracy 100%",
+         "the trained model: accuracy 100% on the 100 training points"],
+    13: ["one step's graph has 69,018 Values", "one of them is c itself: True",
+         "after del c, c still exists: True", "after gc.collect(), c still exists: False",
+         "steps measured: 3 of each", "1.0 once per step", "about 170 s", "about 160 s",
+         "about 25–35 s", "about 0.035 s", "python tests/benchmarks/bench_demo.py"],
 }
 
 
@@ -262,7 +312,65 @@ def test_search_finds_a_lesson(visit):
     page.keyboard.press("/")  # Material's shortcut that focuses the search box
     box = page.locator("input.md-search__input")
     box.wait_for(state="visible", timeout=5000)
-    box.fill("accumulation")
     hit = page.locator(".md-search-result__item a[href*='07-accumulation']").first
-    hit.wait_for(state="visible", timeout=10000)
+    # The index loads in a web worker; a query typed before it is ready may stay unanswered, so type again.
+    for _ in range(6):
+        box.fill("")
+        box.type("accumulation", delay=20)
+        try:
+            hit.wait_for(state="visible", timeout=5000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: try once more
+            continue
+    assert hit.is_visible(), "search for 'accumulation' found no link to lesson 7"
     assert not visit.errors and not visit.outside
+
+
+def test_neuron_playground_moves_with_its_sliders(visit):
+    """Lesson 5's live neuron: its JavaScript redoes forward and backward on every slider move, as the engine does."""
+    from solutions.engine import Value
+
+    def reference(x1, w1, x2, w2, b):
+        leaves = {name: Value(v) for name, v in dict(x1=x1, w1=w1, x2=x2, w2=w2, b=b).items()}
+        x1w1, x2w2 = leaves["x1"] * leaves["w1"], leaves["x2"] * leaves["w2"]
+        total = x1w1 + x2w2
+        n = total + leaves["b"]
+        o = n.tanh()
+        o.backward()
+        nodes = {**leaves, "x1*w1": x1w1, "x2*w2": x2w2, "x1*w1 + x2*w2": total, "n": n, "o": o}
+        four = lambda x: f"{x:.4f}".replace("-0.0000", "0.0000")  # noqa: E731
+        return {name: [four(v.data), four(v.grad)] for name, v in nodes.items()}
+
+    page = visit.open(page_path(registry.lesson(5)))
+    page.locator(".bp-neuron svg [data-node='o']").wait_for(timeout=5000)
+    shown = lambda: page.eval_on_selector_all(  # noqa: E731
+        ".bp-neuron [data-node]",
+        "els => Object.fromEntries(els.map(e => [e.dataset.node,"
+        " [e.querySelector('.bp-np-data').textContent, e.querySelector('.bp-np-grad').textContent]]))")
+    start = dict(x1=2.0, w1=-3.0, x2=0.0, w2=1.0, b=6.8813735870195432)  # the neuron printed on the page
+
+    before = shown()
+    assert before == reference(**start), before
+    assert before["o"] == ["0.7071", "1.0000"] and before["w2"][1] == "0.0000" and before["x1"][1] == "-1.5000"
+
+    # a learner moves x2 away from 0 with the keyboard: o and the gradients change, w2 wakes up
+    slider = page.locator(".bp-neuron input[name='x2']")
+    slider.focus()
+    for _ in range(25):
+        page.keyboard.press("ArrowRight")
+    x2 = float(slider.input_value())
+    assert x2 > 0
+    after = shown()
+    assert after["o"][0] != before["o"][0] and after["w2"][1] != "0.0000", after
+    assert after == reference(**{**start, "x2": x2}), after
+    assert page.locator(".bp-neuron output").nth(2).text_content() == f"{x2:.4f}"
+
+    # dragging w1 to -1.5 (set and announced as the browser does) recomputes every node again
+    page.eval_on_selector(".bp-neuron input[name='w1']",
+                          "e => { e.value = '-1.5'; e.dispatchEvent(new Event('input', {bubbles: true})); }")
+    assert shown() == reference(**{**start, "x2": x2, "w1": -1.5})
+
+    page.get_by_role("button", name="Reset").click()
+    assert shown() == before
+    assert not visit.errors, visit.errors
+    assert not visit.outside

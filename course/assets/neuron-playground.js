@@ -1,0 +1,253 @@
+// The neuron playground of lesson 5: sliders for x1, x2, w1, w2 and b, and the neuron's graph with
+// every node's data and grad, recomputed in the browser on every move. No server, no library.
+//
+// The page holds `<div class="bp-neuron" data-x1=... data-x2=... data-w1=... data-w2=... data-b=...>`,
+// written at build time from the reference neuron; this script fills it in.
+(function () {
+  "use strict";
+
+  // ---- a tiny Value engine, with the same rules as solutions/engine.py ----
+  class Value {
+    constructor(data, children = [], op = "", label = "") {
+      this.data = data;
+      this.grad = 0;
+      this._prev = children;
+      this._op = op;
+      this.label = label;
+      this._backward = () => {};
+    }
+
+    add(other) {
+      const out = new Value(this.data + other.data, [this, other], "+");
+      out._backward = () => {
+        this.grad += out.grad; // d(out)/d(self) = 1
+        other.grad += out.grad; // d(out)/d(other) = 1
+      };
+      return out;
+    }
+
+    mul(other) {
+      const out = new Value(this.data * other.data, [this, other], "*");
+      out._backward = () => {
+        this.grad += other.data * out.grad; // d(out)/d(self) = other
+        other.grad += this.data * out.grad; // d(out)/d(other) = self
+      };
+      return out;
+    }
+
+    tanh() {
+      const t = Math.tanh(this.data);
+      const out = new Value(t, [this], "tanh");
+      out._backward = () => {
+        this.grad += (1 - t * t) * out.grad; // d tanh(n)/dn = 1 - tanh(n)²
+      };
+      return out;
+    }
+
+    backward() {
+      // topological order with an explicit stack (lesson 6), then the reverse sweep
+      const topo = [];
+      const visited = new Set();
+      const stack = [[this, false]];
+      while (stack.length) {
+        const [v, childrenDone] = stack.pop();
+        if (childrenDone) {
+          topo.push(v);
+        } else if (!visited.has(v)) {
+          visited.add(v);
+          stack.push([v, true]);
+          for (const child of v._prev) stack.push([child, false]);
+        }
+      }
+      this.grad = 1;
+      for (let i = topo.length - 1; i >= 0; i--) topo[i]._backward();
+    }
+  }
+
+  // The neuron of the page: o = tanh(x1·w1 + x2·w2 + b), built in the same order as the Python code.
+  function neuron(p) {
+    const x1 = new Value(p.x1, [], "", "x1");
+    const x2 = new Value(p.x2, [], "", "x2");
+    const w1 = new Value(p.w1, [], "", "w1");
+    const w2 = new Value(p.w2, [], "", "w2");
+    const b = new Value(p.b, [], "", "b");
+    const x1w1 = x1.mul(w1); x1w1.label = "x1*w1";
+    const x2w2 = x2.mul(w2); x2w2.label = "x2*w2";
+    const sum = x1w1.add(x2w2); sum.label = "x1*w1 + x2*w2";
+    const n = sum.add(b); n.label = "n";
+    const o = n.tanh(); o.label = "o";
+    o.backward();
+    return { x1, w1, x2, w2, "x1*w1": x1w1, "x2*w2": x2w2, "x1*w1 + x2*w2": sum, b, n, o };
+  }
+
+  // ---- the picture: fixed positions, left to right as draw_dot lays it out ----
+  const SVG = "http://www.w3.org/2000/svg";
+  const RW = 112, RH = 60, R = 13, GAP = 12; // record width and height, op circle radius, circle-to-record gap
+  const COLS = [0, 184, 368, 552, 736];
+  const NODES = [ // name, column, y of the record's top, op
+    ["x1", 0, 0, ""], ["w1", 0, 70, ""], ["x2", 0, 160, ""], ["w2", 0, 230, ""],
+    ["x1*w1", 1, 35, "*"], ["x2*w2", 1, 195, "*"],
+    ["x1*w1 + x2*w2", 2, 115, "+"], ["b", 2, 250, ""],
+    ["n", 3, 183, "+"], ["o", 4, 183, "tanh"],
+  ];
+  const EDGES = [ // child -> parent (into the parent's op node)
+    ["x1", "x1*w1"], ["w1", "x1*w1"], ["x2", "x2*w2"], ["w2", "x2*w2"],
+    ["x1*w1", "x1*w1 + x2*w2"], ["x2*w2", "x1*w1 + x2*w2"], ["x1*w1 + x2*w2", "n"], ["b", "n"], ["n", "o"],
+  ];
+  const WIDTH = COLS[4] + RW + 2, HEIGHT = 250 + RH + 2;
+
+  function el(name, attrs = {}, text = null) {
+    const e = document.createElementNS(SVG, name);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== null) e.textContent = text;
+    return e;
+  }
+
+  function fmt(x) {
+    const s = x.toFixed(4);
+    return s === "-0.0000" ? "0.0000" : s;
+  }
+
+  function sign(x) {
+    return Math.abs(x) < 5e-5 ? "zero" : x > 0 ? "pos" : "neg";
+  }
+
+  function drawGraph(markerId) {
+    const svg = el("svg", {
+      viewBox: `-1 -1 ${WIDTH} ${HEIGHT}`, class: "bp-neuron-graph", role: "img",
+      "aria-label": "The neuron's computation graph with the data and grad of every node",
+    });
+    const defs = el("defs");
+    const marker = el("marker", { id: markerId, viewBox: "0 0 10 10", refX: "10", refY: "5",
+      markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" });
+    marker.appendChild(el("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "bp-neuron-arrow" }));
+    defs.appendChild(marker);
+    svg.appendChild(defs);
+
+    const where = {};
+    for (const [name, col, top, op] of NODES) {
+      where[name] = { x: COLS[col], y: top, cy: top + RH / 2, op };
+    }
+    const edges = el("g", { class: "bp-neuron-edges" });
+    svg.appendChild(edges);
+    const arrow = { "marker-end": `url(#${markerId})` };
+    for (const [child, parent] of EDGES) {
+      const a = where[child], p = where[parent];
+      const x0 = a.x + RW, y0 = a.cy, x1 = p.x - GAP - 2 * R, y1 = p.cy; // into the op circle's left side
+      const mid = (x0 + x1) / 2;
+      edges.appendChild(el("path", { d: `M ${x0} ${y0} C ${mid} ${y0}, ${mid} ${y1}, ${x1} ${y1}`, ...arrow }));
+    }
+    const refs = {};
+    for (const [name, , , op] of NODES) {
+      const w = where[name];
+      const g = el("g", { class: "bp-neuron-node", "data-node": name });
+      if (op) {
+        const cx = w.x - GAP - R;
+        edges.appendChild(el("path", { d: `M ${cx + R} ${w.cy} L ${w.x} ${w.cy}`, ...arrow }));
+        g.appendChild(el("circle", { cx, cy: w.cy, r: R, class: "bp-neuron-op" }));
+        g.appendChild(el("text", { x: cx, y: w.cy, class: op.length > 1 ? "bp-neuron-optext bp-neuron-long" : "bp-neuron-optext" }, op));
+      }
+      g.appendChild(el("rect", { x: w.x, y: w.y, width: RW, height: RH, rx: 4, class: "bp-neuron-record" }));
+      g.appendChild(el("line", { x1: w.x, y1: w.y + 20, x2: w.x + RW, y2: w.y + 20, class: "bp-neuron-rule" }));
+      g.appendChild(el("text", { x: w.x + RW / 2, y: w.y + 10, class: "bp-neuron-label" }, name));
+      const data = el("text", { x: w.x + 6, y: w.y + 32, class: "bp-neuron-field" });
+      data.appendChild(el("tspan", { class: "bp-neuron-key" }, "data "));
+      const dataValue = el("tspan", { class: "bp-np-data" });
+      data.appendChild(dataValue);
+      const grad = el("text", { x: w.x + 6, y: w.y + 50, class: "bp-neuron-field" });
+      grad.appendChild(el("tspan", { class: "bp-neuron-key" }, "grad "));
+      const gradValue = el("tspan", { class: "bp-np-grad" });
+      grad.appendChild(gradValue);
+      g.appendChild(data);
+      g.appendChild(grad);
+      svg.appendChild(g);
+      refs[name] = { data: dataValue, grad: gradValue };
+    }
+    return { svg, refs };
+  }
+
+  const INPUTS = [ // name, slider range
+    ["x1", -4, 4], ["w1", -4, 4], ["x2", -4, 4], ["w2", -4, 4], ["b", -8, 8],
+  ];
+  let count = 0;
+
+  function build(root) {
+    if (root.dataset.bpReady) return;
+    root.dataset.bpReady = "1";
+    const start = {};
+    for (const [name] of INPUTS) start[name] = Number(root.dataset[name]);
+    const state = { ...start };
+
+    root.textContent = "";
+    const controls = document.createElement("div");
+    controls.className = "bp-neuron-controls";
+    const sliders = {};
+    const shown = {};
+    for (const [name, min, max] of INPUTS) {
+      const label = document.createElement("label");
+      label.className = "bp-neuron-slider";
+      const title = document.createElement("span");
+      title.className = "bp-neuron-name";
+      title.textContent = name;
+      const input = document.createElement("input");
+      Object.assign(input, { type: "range", min, max, step: "0.01", name });
+      input.setAttribute("aria-label", `${name}, from ${min} to ${max}`);
+      input.value = String(start[name]); // the exact start stays in `state` until the slider moves
+      const value = document.createElement("output");
+      value.className = "bp-neuron-value";
+      label.append(title, input, value);
+      controls.appendChild(label);
+      input.addEventListener("input", () => {
+        state[name] = Number(input.value);
+        update();
+      });
+      sliders[name] = input;
+      shown[name] = value;
+    }
+    const reset = document.createElement("button");
+    reset.type = "button";
+    reset.className = "md-button bp-neuron-reset";
+    reset.textContent = "Reset";
+    reset.addEventListener("click", () => {
+      Object.assign(state, start);
+      for (const [name] of INPUTS) sliders[name].value = String(start[name]);
+      update();
+    });
+    controls.appendChild(reset);
+
+    const { svg, refs } = drawGraph(`bp-neuron-arrow-${++count}`);
+    const figure = document.createElement("div");
+    figure.className = "bp-neuron-figure";
+    figure.appendChild(svg);
+    const summary = document.createElement("p");
+    summary.className = "bp-neuron-summary";
+    summary.setAttribute("aria-live", "polite");
+    root.append(controls, figure, summary);
+
+    function update() {
+      const nodes = neuron(state);
+      for (const [name, ref] of Object.entries(refs)) {
+        ref.data.textContent = fmt(nodes[name].data);
+        ref.grad.textContent = fmt(nodes[name].grad);
+        ref.grad.setAttribute("data-sign", sign(nodes[name].grad));
+      }
+      for (const [name] of INPUTS) shown[name].textContent = fmt(state[name]);
+      const o = nodes.o.data;
+      summary.textContent = `n = ${fmt(nodes.n.data)}, o = tanh(n) = ${fmt(o)}, do/dn = 1 − o² = ${fmt(1 - o * o)}`;
+    }
+    update();
+  }
+
+  function wire() {
+    document.querySelectorAll(".bp-neuron[data-x1]").forEach(build);
+  }
+
+  // Material's instant navigation (if enabled) swaps pages without a reload: document$ announces each page.
+  if (window.document$ && typeof window.document$.subscribe === "function") {
+    window.document$.subscribe(wire);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", wire);
+  } else {
+    wire();
+  }
+})();
