@@ -12,6 +12,7 @@ from autograder.plugin import (  # noqa: F401 - pytest finds hooks by name in th
     pytest_configure,
     pytest_report_teststatus,
     pytest_runtest_makereport,
+    pytest_runtestloop,
     pytest_terminal_summary,
 )
 

@@ -17,6 +17,7 @@ at import) becomes a `LearnerCodeError` that names the file and line.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import itertools
 import sys
@@ -37,6 +38,21 @@ class LearnerCodeError(Exception):
     def __init__(self, message: str, timed_out: bool = False):
         super().__init__(message)
         self.timed_out = timed_out
+
+
+# Learner files may not import these: the grader, the reference it compares against, the test runner.
+FORBIDDEN_IMPORTS = ("autograder", "solutions", "pytest", "_pytest", "pluggy")
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002 - __import__'s own names
+    if level == 0 and name.split(".")[0] in FORBIDDEN_IMPORTS:
+        raise ImportError(f"exercise code may not import {name!r}: it is the grader's (or the reference's)")
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def guarded_builtins() -> dict:
+    """The builtins a learner file runs with: the usual ones, with an `__import__` that refuses the grader."""
+    return {**vars(builtins), "__import__": _guarded_import}
 
 
 def reference(module: str) -> types.ModuleType:
@@ -99,6 +115,7 @@ def load_module(root: Path, module: str, own_names: frozenset[str] = frozenset()
     pkg.__path__ = []
     mod = types.ModuleType(f"{package}.{module}")
     mod.__file__, mod.__package__ = str(path), package
+    mod.__builtins__ = guarded_builtins()
     installed = {package: pkg, mod.__name__: mod}
     installed.update({f"{package}.{sib}": reference(sib) for sib in reference_modules() if sib != module})
     sys.modules.update(installed)

@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import re
 import signal
+import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from . import registry, report
+from _pytest.reports import TestReport
+from _pytest.runner import runtestprotocol
+
+from . import isolation, loading, registry, report
 from .checks import CheckFailed
 from .loading import LearnerCodeError, where_in
-from .regions import REPO
+from .regions import REPO, module_of
 
 TEST_TIMEOUT = 10  # seconds per test (pytest-timeout's --timeout overrides); an endless loop costs only its test
 # SIGALRM interrupts only the test; Windows has no SIGALRM, and the thread method ends the whole run.
 TIMEOUT_METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 GRADER = pytest.StashKey["Grader"]()
+MEMORY_LIMIT_MB = 4096  # the grader with torch loaded uses under 1 GB of address space
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,6 +41,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results-json", metavar="PATH", help="also write the result in Gradescope's results.json format")
     group.addoption("--show-code", action="store_true",
                     help="show pytest's tracebacks, test code included (hidden by default)")
+    group.addoption("--memory-limit", type=int, default=MEMORY_LIMIT_MB, metavar="MB",
+                    help=f"memory cap of each test's process (default {MEMORY_LIMIT_MB} MB; 0: none)")
+    group.addoption("--in-process", action="store_true",
+                    help="run the tests in the grader's own process (faster, but learner code can stop the grader)")
 
 
 class Grader:
@@ -48,6 +58,9 @@ class Grader:
             raise pytest.UsageError(f"--impl {impl}: no such folder ({self.root})")
         self.impl_option = "" if impl == "exercises" else f" --impl {impl}"
         self.timeout = config.getoption("timeout", None) or TEST_TIMEOUT
+        self.memory_mb = config.getoption("memory_limit")
+        self.isolated = isolation.CAN_FORK and not config.getoption("in_process")
+        self.pristine: dict = {}  # the grader's own objects before any learner code ran (isolation.snapshot)
         self.results: dict[str, report.TestResult] = {}
         self.selected: list[str] = []
 
@@ -108,13 +121,89 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             continue
         keep.append(item)
         if not item.get_closest_marker("timeout"):
-            item.add_marker(pytest.mark.timeout(grader.timeout, method=TIMEOUT_METHOD))
+            item.add_marker(pytest.mark.timeout(grader.timeout, method=TIMEOUT_METHOD, func_only=True))
         grader.results[item.nodeid] = report.TestResult(
             item.nodeid, describe(item), task_id, points, hint, hidden=item.get_closest_marker("hidden") is not None)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
     grader.selected = sorted({r.task for r in grader.results.values()}, key=registry.sort_key)
+    if grader.isolated:
+        _warm_up_torch()
+        _probe_learner_files(grader)
+
+
+def _warm_up_torch() -> None:
+    """Pay PyTorch's first-use costs once here, not again in every test's child process."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    torch.set_num_threads(1)  # tiny tensors: threads only cost, and they do not survive fork
+    x = torch.ones(2, dtype=torch.double, requires_grad=True)
+    torch.autograd.gradcheck(torch.tanh, (x,))
+
+
+def _probe_learner_files(grader: Grader) -> None:
+    """Import each learner file the selected tasks need once, in a child; remember the ones that fail."""
+    for module in sorted({module_of(t) for t in grader.selected}):
+        path = grader.root / f"{module}.py"
+        if not path.is_file():
+            continue  # load_module says so in each test
+        failure = isolation.probe(grader.root, module, grader.timeout, grader.memory_mb)
+        if failure:
+            loading._load_failures[(path, path.stat().st_mtime_ns)] = failure
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session):
+    """With isolation, run each test file's tests in a child process and log the reports it sends back."""
+    grader = session.config.stash[GRADER]
+    if not grader.isolated or session.config.option.collectonly:
+        return None
+    if session.testsfailed and not session.config.option.continue_on_collection_errors:
+        raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
+    grader.pristine = isolation.snapshot()
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in session.items:
+        by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
+    for items in by_file.values():
+        works = [partial(_run_in_child, grader, item, items[i + 1] if i + 1 < len(items) else None)
+                 for i, item in enumerate(items)]
+        for index, payload, problem in isolation.run_in_children(
+                works, grader.timeout + isolation.KILL_GRACE, grader.memory_mb):
+            _log(grader, items[index], payload, problem)
+    return True
+
+
+def _run_in_child(grader: Grader, item: pytest.Item, nextitem: pytest.Item | None) -> dict:
+    """Inside the child: run one test; return its status and its reports as JSON-able data."""
+    config, result = item.config, grader.results[item.nodeid]
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    changed = isolation.tampered(grader.pristine)
+    if changed:
+        result.status = "error"
+        result.message = ("the submission changed the grader's own objects, so this check cannot be trusted: "
+                          + ", ".join(changed[:5]))
+    for rep in reports:
+        rep.sections = [(key, text[: isolation.MAX_SECTION]) for key, text in rep.sections]
+    return {"status": result.status, "message": result.message,
+            "reports": [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]}
+
+
+def _log(grader: Grader, item: pytest.Item, payload: dict | None, problem: str) -> None:
+    """In the parent: record a test's outcome as the child reported it, or as the parent saw the child end."""
+    config, result = item.config, grader.results[item.nodeid]
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    if payload is None:
+        result.status = "timed out" if "finish within" in problem else "error"
+        result.message = f"the check's process {problem}"
+        reports = [TestReport(item.nodeid, item.location, {}, "failed", result.message, "call")]
+    else:
+        result.status, result.message = payload["status"], payload["message"]
+        reports = [config.hook.pytest_report_from_serializable(config=config, data=d) for d in payload["reports"]]
+    for rep in reports:
+        item.ihook.pytest_runtest_logreport(report=rep)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
 
 
 def classify(excinfo: pytest.ExceptionInfo, task_id: str, root: Path, timeout: float) -> tuple[str, str]:
