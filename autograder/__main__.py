@@ -1,13 +1,16 @@
-"""The course's command line: `python -m autograder sync | hint | tasks`.
+"""The course's command line: `python -m autograder sync | hint | tasks | notebooks | nbgrader`.
 
 - `sync [--check] [--force]` regenerates `exercises/` from `solutions/`;
 - `hint L.N [--all]` prints a task's hints, one more each time it is asked;
 - `tasks` lists every task with its page and the command that grades it.
+- `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/`;
+- `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -62,6 +65,86 @@ def _tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _notebooks(args: argparse.Namespace) -> int:
+    from . import notebooks
+
+    if args.check:
+        stale = notebooks.stale_learner_notebooks(args.into)
+        for name in stale:
+            print(f"{args.into / name} is out of date", file=sys.stderr)
+        if stale:
+            print("run: python -m autograder notebooks", file=sys.stderr)
+            return 1
+        print(f"{args.into}/ is up to date")
+        return 0
+    written = notebooks.write_learner_notebooks(args.into)
+    for name in written:
+        print(f"wrote {args.into / name}")
+    if not written:
+        print(f"{args.into}/ is up to date")
+    return 0
+
+
+def _nbgrader(args: argparse.Namespace) -> int:
+    from . import notebooks
+
+    written, kept = notebooks.write_nbgrader_course(args.out, args.lesson or None, force=args.force)
+    for path in written:
+        print(f"wrote {path}")
+    for path in kept:
+        print(f"kept {path}: it differs from the generated one (your settings?); use --force to replace it",
+              file=sys.stderr)
+    print(f"next: cd {args.out} && nbgrader generate_assignment lesson01   (run nbgrader from the course root)")
+    return 0
+
+
+def _batch(args: argparse.Namespace) -> int:
+    from . import batch
+
+    try:
+        outcomes = batch.batch(args.submissions, args.out, args.jobs, args.timeout, args.memory_limit,
+                               args.test_timeout, progress=not args.quiet)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("graded", "timed out", "crashed")}
+    print(f"{len(outcomes)} submission(s) graded now ({', '.join(f'{n} {s}' for s, n in counts.items())}); "
+          f"gradebook: {args.out}, results and logs: {args.out.with_suffix('.results')}/")
+    return 0
+
+
+def _gradescope(args: argparse.Namespace) -> int:
+    from . import gradescope
+
+    print(f"wrote {gradescope.build_bundle(args.out)}: upload it as the assignment's autograder")
+    return 0
+
+
+def _gradescope_run(args: argparse.Namespace) -> int:
+    from . import gradescope
+
+    results = gradescope.grade_submission(args.root)
+    print(f"score {results.get('score')} of {results.get('max_score', '?')} -> {args.root / 'results/results.json'}")
+    return 0
+
+
+def _classroom(args: argparse.Namespace) -> int:
+    from . import classroom
+
+    text = classroom.workflow(classroom.points_per_lesson())
+    if args.check:
+        current = classroom.WORKFLOW.read_text() if classroom.WORKFLOW.exists() else ""
+        if current != text:
+            print(f"{classroom.WORKFLOW} is out of date; run: python -m autograder classroom", file=sys.stderr)
+            return 1
+        print(f"{classroom.WORKFLOW} is up to date")
+        return 0
+    classroom.WORKFLOW.parent.mkdir(parents=True, exist_ok=True)
+    classroom.WORKFLOW.write_text(text)
+    print(f"wrote {classroom.WORKFLOW}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -75,6 +158,36 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_hint)
     p = commands.add_parser("tasks", help="list every task")
     p.set_defaults(run=_tasks)
+    p = commands.add_parser("notebooks", help="regenerate the learner notebooks of exercises/notebooks/")
+    p.add_argument("--check", action="store_true", help="only compare; exit 1 if a notebook is out of date")
+    p.add_argument("--into", type=Path, default=EXERCISES / "notebooks", metavar="DIR",
+                   help="the folder to write (default: exercises/notebooks/)")
+    p.set_defaults(run=_notebooks)
+    p = commands.add_parser("nbgrader", help="write an nbgrader course: one master notebook per lesson")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="the course directory to write")
+    p.add_argument("--lesson", action="append", type=int, default=[], metavar="N",
+                   help="only lesson N (repeatable; default: every lesson)")
+    p.add_argument("--force", action="store_true", help="also replace an nbgrader_config.py you changed")
+    p.set_defaults(run=_nbgrader)
+    p = commands.add_parser("batch", help="grade a folder of submissions into a CSV gradebook")
+    p.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR", help="one sub-folder per submission")
+    p.add_argument("--out", type=Path, default=Path("grades.csv"), help="the CSV gradebook (default grades.csv)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
+    p.add_argument("--timeout", type=float, default=600, help="wall-time cap per submission, seconds (default 600)")
+    p.add_argument("--memory-limit", type=int, default=6144, metavar="MB",
+                   help="memory cap per submission's grader, MB (default 6144; 0: none)")
+    p.add_argument("--test-timeout", type=float, default=10, help="time limit per check, seconds (default 10)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=_batch)
+    p = commands.add_parser("gradescope", help="build the Gradescope autograder bundle (a zip)")
+    p.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write (default autograder.zip)")
+    p.set_defaults(run=_gradescope)
+    p = commands.add_parser("gradescope-run", help="grade ROOT/submission into ROOT/results/results.json (the bundle)")
+    p.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's folder (default /autograder)")
+    p.set_defaults(run=_gradescope_run)
+    p = commands.add_parser("classroom", help="write the GitHub Classroom workflow (.github/workflows/classroom.yml)")
+    p.add_argument("--check", action="store_true", help="only compare; exit 1 if the committed workflow is stale")
+    p.set_defaults(run=_classroom)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -240,9 +240,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     rep = yield
     grader = item.config.stash[GRADER]
     result = grader.results.get(item.nodeid)
-    if result is None or call.excinfo is None or result.status != "passed":
+    if result is None or result.settled and call.excinfo is None:
         return rep
+    if call.excinfo is None:
+        if call.when == "call":
+            result.status, result.message = "passed", ""
+        return rep
+    if result.settled and result.status != "passed":
+        return rep  # the first failing phase says what happened
     result.status, result.message = classify(call.excinfo, result.task, grader.root, grader.timeout)
+    result.settled = True
     if call.when == "teardown" and result.status == "not started":
         result.status = "error"
     return rep

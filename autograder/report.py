@@ -21,8 +21,9 @@ class TestResult:
     points: int
     hint: str
     hidden: bool = False
-    status: str = "passed"
-    message: str = ""
+    status: str = "not started"  # until it has run and passed
+    message: str = "did not run"
+    settled: bool = False  # an outcome has been recorded (the first failing phase wins)
 
     @property
     def earned(self) -> int:
