@@ -145,6 +145,17 @@ def _classroom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _student_edition(args: argparse.Namespace) -> int:
+    from . import edition
+
+    try:
+        print(f"wrote the student edition to {edition.export(args.out)}")
+    except FileExistsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -188,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     p = commands.add_parser("classroom", help="write the GitHub Classroom workflow (.github/workflows/classroom.yml)")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 if the committed workflow is stale")
     p.set_defaults(run=_classroom)
+    p = commands.add_parser("student-edition", help="copy the course for a class: no solution sources, no hidden tests")
+    p.add_argument("--out", type=Path, required=True, help="an empty folder to write")
+    p.set_defaults(run=_student_edition)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -11,14 +11,18 @@ version of everything else.
 from __future__ import annotations
 
 import ast
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
+# A student edition (`python -m autograder student-edition`) ships the reference as bytecode only, with the
+# regions and the stubs written here instead.
+EDITION_MANIFEST = REPO / "autograder" / "edition.json"
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION \(task (?P<ids>\d+\.\d+(?:, *\d+\.\d+)*)\)[ \t]*$")
 END = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
@@ -86,13 +90,35 @@ def _owners_by_line(text: str, filename: str) -> dict[int, str]:
     return owners
 
 
+def has_sources(root: Path = SOLUTIONS) -> bool:
+    """False in a student edition, whose reference is bytecode only."""
+    return any(root.glob("*.py"))
+
+
+def edition_manifest() -> dict:
+    try:
+        return json.loads(EDITION_MANIFEST.read_text())
+    except FileNotFoundError:
+        raise RuntimeError(f"{SOLUTIONS} has no sources and {EDITION_MANIFEST} is missing") from None
+
+
 def solution_files(root: Path = SOLUTIONS) -> list[Path]:
-    return sorted(root.glob("*.py"))
+    """The reference's files (named `.py` even where only their bytecode ships)."""
+    if root != SOLUTIONS or has_sources(root):
+        return sorted(root.glob("*.py"))
+    return [root / name for name in edition_manifest()["files"]]
 
 
 @cache
 def all_regions(root: Path = SOLUTIONS) -> tuple[Region, ...]:
+    if root == SOLUTIONS and not has_sources(root):
+        return tuple(Region(**{**r, "tasks": tuple(r["tasks"])}) for r in edition_manifest()["regions"])
     return tuple(r for path in solution_files(root) for r in parse(path.read_text(), path.stem, str(path)))
+
+
+def manifest_entries() -> list[dict]:
+    """The regions as JSON-able data, for a student edition's manifest."""
+    return [asdict(r) for r in all_regions()]
 
 
 def module_of(task_id: str) -> str:

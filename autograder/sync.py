@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import registry
-from .regions import EXERCISES, SOLUTIONS, parse, solution_files
+from .regions import EXERCISES, SOLUTIONS, edition_manifest, has_sources, parse, solution_files
 
 MANIFEST = ".sync-manifest.json"
 
@@ -57,6 +57,10 @@ def generate(text: str, module: str, keep: frozenset[str] = frozenset(), filenam
 
 def expected_files(solutions: Path = SOLUTIONS, keep: frozenset[str] = frozenset()) -> dict[str, str]:
     """Every exercise file's expected content, by file name."""
+    if solutions == SOLUTIONS and not has_sources(solutions):
+        if keep:
+            raise RuntimeError("a student edition has no solution sources to keep solved")
+        return dict(edition_manifest()["stubs"])
     files = {}
     for path in solution_files(solutions):
         if path.name == "__init__.py":

