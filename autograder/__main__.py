@@ -1,10 +1,13 @@
-"""The course's command line: `python -m autograder sync | hint | tasks | notebooks | nbgrader`.
+"""The course's command line: `python -m autograder COMMAND`.
 
 - `sync [--check] [--force]` regenerates `exercises/` from `solutions/`;
-- `hint L.N [--all]` prints a task's hints, one more each time it is asked;
-- `tasks` lists every task with its page and the command that grades it.
+- `hint L.N` prints a task's hints; `tasks` lists every task with its page and grading command;
 - `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/`;
-- `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py).
+- `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py);
+- `batch SUBMISSIONS_DIR --out grades.csv` grades a whole class into a CSV gradebook;
+- `gradescope --out autograder.zip` builds the Gradescope bundle (`gradescope-run` is what it runs);
+- `classroom [--check]` writes the GitHub Classroom workflow;
+- `student-edition --out DIR` copies the course without solution sources and hidden checks.
 """
 
 from __future__ import annotations
