@@ -158,6 +158,19 @@ def _decomposed(n):
     return (e - 1) / (e + 1)
 
 
+def _check_two_input_cases(impl, cases, x, y, inputs, data_rel, grad_rel):
+    """Each (text, build from Values, the same on floats): its data, and both grads against finite differences."""
+    for text, build, plain in cases:
+        a, b = impl.Value(x), impl.Value(y)
+        out = build(a, b)
+        expect_close(data_of(out), plain(x, y), f"({text}).data", inputs, rel=data_rel)
+        sweep(out)
+        expect_close(a.grad, finite_difference(lambda s: plain(s, y), x), f"a.grad for {text}", inputs,
+                     rel=grad_rel, abs_tol=1e-6)
+        expect_close(b.grad, finite_difference(lambda t: plain(x, t), y), f"b.grad for {text}", inputs,
+                     rel=grad_rel, abs_tol=1e-6)
+
+
 def _check_decomposed_tanh(impl, ops):
     o, grads = _neuron(impl.Value, _decomposed)
     ref_o, ref_grads = _neuron(reference("engine").Value, lambda n: n.tanh())
@@ -392,15 +405,7 @@ def test_sub_seeded_finite_differences(impl):
             ("a - k", lambda a, b: a - k, lambda s, t: s - k),
             ("-a * b", lambda a, b: -a * b, lambda s, t: -s * t),
         ]
-        for text, build, plain in cases:
-            a, b = impl.Value(x), impl.Value(y)
-            out = build(a, b)
-            expect_close(data_of(out), plain(x, y), f"({text}).data", inputs, rel=1e-12)
-            sweep(out)
-            expect_close(a.grad, finite_difference(lambda s: plain(s, y), x), f"a.grad for {text}", inputs,
-                         rel=1e-6, abs_tol=1e-6)
-            expect_close(b.grad, finite_difference(lambda t: plain(x, t), y), f"b.grad for {text}", inputs,
-                         rel=1e-6, abs_tol=1e-6)
+        _check_two_input_cases(impl, cases, x, y, inputs, data_rel=1e-12, grad_rel=1e-6)
 
 
 @pytest.mark.hidden
@@ -467,15 +472,7 @@ def test_div_seeded_finite_differences(impl):
             ("a / k", lambda a, b: a / k, lambda s, t: s / k),
             ("(a / b) / a", lambda a, b: (a / b) / a, lambda s, t: (s / t) / s),
         ]
-        for text, build, plain in cases:
-            a, b = impl.Value(x), impl.Value(y)
-            out = build(a, b)
-            expect_close(data_of(out), plain(x, y), f"({text}).data", inputs, rel=1e-9)
-            sweep(out)
-            expect_close(a.grad, finite_difference(lambda s: plain(s, y), x), f"a.grad for {text}", inputs,
-                         rel=1e-5, abs_tol=1e-6)
-            expect_close(b.grad, finite_difference(lambda t: plain(x, t), y), f"b.grad for {text}", inputs,
-                         rel=1e-5, abs_tol=1e-6)
+        _check_two_input_cases(impl, cases, x, y, inputs, data_rel=1e-9, grad_rel=1e-5)
 
 
 @pytest.mark.hidden
