@@ -73,6 +73,21 @@ def _expect_grads(params, expected, what, inputs=None):
 
 # --- 10.1 Module ------------------------------------------------------------------------------------------------------
 
+def _compare_with_twin(impl, module, twin, params, what, rng, nin, seed):
+    """Outputs and parameter grads of the learner's module equal those of its reference twin on a seeded input."""
+    x = [rng.uniform(-2, 2) for _ in range(nin)]
+    out, ref = module(x), twin(x)
+    expect_equal(isinstance(out, list), isinstance(ref, list), f"isinstance({what}(x), list)")
+    outs, refs = _as_list(out), _as_list(ref)
+    expect_equal(len(outs), len(refs), f"number of outputs of {what}(x)")
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        expect_close(data_of(o), r.data, f"{what}(x)[{i}].data", f"seed {seed}, x = {x}", rel=1e-9)
+    sum(outs, impl.Value(0.0)).backward()
+    sum(refs, impl.Value(0.0)).backward()
+    _expect_grads(params, [p.grad for p in twin.parameters()],
+                  f"{what}.parameters()[{{i}}].grad after backward from the sum of the outputs", f"seed {seed}, x = {x}")
+
+
 def _box_class(impl):
     """A Module subclass made in the test: it keeps its own Values and lists them in parameters()."""
 
@@ -312,18 +327,7 @@ def test_layer_seeded(impl):
         params = layer.parameters()
         expect_equal([data_of(p) for p in params], expected, f"[p.data for p in {what}.parameters()]",
                      f"random.seed({seed}) just before {what}", note="neuron by neuron: weights, then bias")
-        x = [rng.uniform(-2, 2) for _ in range(nin)]
-        out, ref = layer(x), twin(x)
-        expect_equal(isinstance(out, list), isinstance(ref, list), f"isinstance({what}(x), list)")
-        outs, refs = _as_list(out), _as_list(ref)
-        expect_equal(len(outs), len(refs), f"number of outputs of {what}(x)")
-        for i, (o, r) in enumerate(zip(outs, refs)):
-            expect_close(data_of(o), r.data, f"{what}(x)[{i}].data", f"seed {seed}, x = {x}", rel=1e-9)
-        sum(outs, impl.Value(0.0)).backward()
-        sum(refs, impl.Value(0.0)).backward()
-        _expect_grads(params, [p.grad for p in twin.parameters()],
-                      f"{what}.parameters()[{{i}}].grad after backward from the sum of the outputs",
-                     f"seed {seed}, x = {x}")
+        _compare_with_twin(impl, layer, twin, params, what, rng, nin, seed)
 
 
 # --- 10.4 MLP ---------------------------------------------------------------------------------------------------------
@@ -427,15 +431,4 @@ def test_mlp_seeded_shapes(impl):
         expect_equal(len(params), _count(nin, nouts), f"len({what}.parameters())")
         expect_equal([p.data for p in params], _draws(seed, len(params)), f"[p.data for p in {what}.parameters()]",
                      f"random.seed({seed}) just before {what}", note="layer by layer, in the order they were made")
-        x = [rng.uniform(-2, 2) for _ in range(nin)]
-        out, ref = mlp(x), twin(x)
-        expect_equal(isinstance(out, list), isinstance(ref, list), f"isinstance({what}(x), list)")
-        outs, refs = _as_list(out), _as_list(ref)
-        expect_equal(len(outs), len(refs), f"number of outputs of {what}(x)")
-        for i, (o, r) in enumerate(zip(outs, refs)):
-            expect_close(data_of(o), r.data, f"{what}(x)[{i}].data", f"seed {seed}, x = {x}", rel=1e-9)
-        sum(outs, impl.Value(0.0)).backward()
-        sum(refs, impl.Value(0.0)).backward()
-        _expect_grads(params, [p.grad for p in twin.parameters()],
-                      f"{what}.parameters()[{{i}}].grad after backward from the sum of the outputs",
-                     f"seed {seed}, x = {x}")
+        _compare_with_twin(impl, mlp, twin, params, what, rng, nin, seed)
