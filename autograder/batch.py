@@ -38,7 +38,7 @@ class Outcome:
     results: dict | None
     note: str = ""
 
-    def row(self) -> dict[str, object]:
+    def row(self, max_score: int) -> dict[str, object]:
         lessons = [lesson for lesson in registry.LESSONS if lesson.tasks]
         per_lesson = {f"lesson {lesson.number}": 0 for lesson in lessons}
         total = 0
@@ -51,16 +51,8 @@ class Outcome:
             statuses = list(self.results.get("extra_data", {}).get("status", {}).values())
             note = ", ".join(f"{statuses.count(s)} {s}" for s in ("passed", "not started", "failed", "error",
                                                                   "timed out") if statuses.count(s)) + " (tasks)"
-        return {"submission": self.name, "status": self.status, "total": total, "max": max_score(),
+        return {"submission": self.name, "status": self.status, "total": total, "max": max_score,
                 **per_lesson, "seconds": round(self.seconds, 1), "note": note}
-
-
-def max_score() -> int:
-    """The full marks, from the reference's results when one was graded in this run, else from the registry."""
-    return _MAX_SCORE.get("value", 0)
-
-
-_MAX_SCORE: dict[str, int] = {}
 
 
 def columns() -> list[str]:
@@ -141,7 +133,7 @@ def batch(submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: in
     todo = [f for f in folders if f.name not in done]
     results_dir = out.with_suffix(".results")
     results_dir.mkdir(parents=True, exist_ok=True)
-    _MAX_SCORE["value"] = _full_marks(results_dir)
+    full_marks = _full_marks(results_dir)
     new_file = not out.exists() or out.stat().st_size == 0
     lock = threading.Lock()
     outcomes = []
@@ -155,7 +147,7 @@ def batch(submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: in
         for future in as_completed(futures):
             outcome = future.result()
             with lock:
-                writer.writerow(outcome.row())
+                writer.writerow(outcome.row(full_marks))
                 f.flush()
             outcomes.append(outcome)
             bar.update(1)

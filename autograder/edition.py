@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 from . import sync
-from .regions import REPO, SOLUTIONS, manifest_entries, solution_files
+from .regions import REPO, manifest_entries, solution_files
 
 LEFT_OUT = ("tests/", ".ci/")
 

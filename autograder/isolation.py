@@ -28,7 +28,6 @@ import os
 import select
 import signal
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
