@@ -17,13 +17,13 @@ import os
 import sys
 from pathlib import Path
 
-from . import registry
-from .regions import EXERCISES
-from .report import grade_command, page_link
+from autograder.course import registry
+from autograder.course.regions import EXERCISES
+from autograder.grading.report import grade_command, page_link
 
 
 def _sync(args: argparse.Namespace) -> int:
-    from . import sync
+    from autograder.export import stubs as sync
 
     if args.check:
         diffs = sync.check(args.into)
@@ -69,7 +69,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _notebooks(args: argparse.Namespace) -> int:
-    from . import notebooks
+    from autograder.export import notebooks
 
     if args.check:
         stale = notebooks.stale_learner_notebooks(args.into)
@@ -89,7 +89,7 @@ def _notebooks(args: argparse.Namespace) -> int:
 
 
 def _nbgrader(args: argparse.Namespace) -> int:
-    from . import notebooks
+    from autograder.export import notebooks
 
     written, kept = notebooks.write_nbgrader_course(args.out, args.lesson or None, force=args.force)
     for path in written:
@@ -102,7 +102,7 @@ def _nbgrader(args: argparse.Namespace) -> int:
 
 
 def _batch(args: argparse.Namespace) -> int:
-    from . import batch
+    from autograder.grading import batch
 
     try:
         outcomes = batch.batch(args.submissions, args.out, args.jobs, args.timeout, args.memory_limit,
@@ -117,14 +117,14 @@ def _batch(args: argparse.Namespace) -> int:
 
 
 def _gradescope(args: argparse.Namespace) -> int:
-    from . import gradescope
+    from autograder.export import gradescope
 
     print(f"wrote {gradescope.build_bundle(args.out)}: upload it as the assignment's autograder")
     return 0
 
 
 def _gradescope_run(args: argparse.Namespace) -> int:
-    from . import gradescope
+    from autograder.export import gradescope
 
     results = gradescope.grade_submission(args.root)
     print(f"score {results.get('score')} of {results.get('max_score', '?')} -> {args.root / 'results/results.json'}")
@@ -132,7 +132,7 @@ def _gradescope_run(args: argparse.Namespace) -> int:
 
 
 def _classroom(args: argparse.Namespace) -> int:
-    from . import classroom
+    from autograder.export import classroom
 
     text = classroom.workflow(classroom.points_per_lesson())
     if args.check:
@@ -149,7 +149,7 @@ def _classroom(args: argparse.Namespace) -> int:
 
 
 def _student_edition(args: argparse.Namespace) -> int:
-    from . import edition
+    from autograder.export import edition
 
     try:
         print(f"wrote the student edition to {edition.export(args.out)}")

@@ -1,0 +1,134 @@
+"""Read the solution regions of `solutions/`: where each task's code lives.
+
+A region is the code between `### BEGIN SOLUTION (task L.N)` and
+`### END SOLUTION` (several ids: `(task 5.2, 7.1)`; the first one is the
+region's own task). From the regions we know each task's file and its
+*owners*: the top-level functions, classes or `Class.method`s that hold its
+code. The grader uses the owners to run a task's code over the reference
+version of everything else.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SOLUTIONS = REPO / "solutions"
+EXERCISES = REPO / "exercises"
+# A student edition (`python -m autograder student-edition`) ships the reference as bytecode only, with the
+# regions and the stubs written here instead.
+EDITION_MANIFEST = REPO / "autograder" / "edition.json"
+
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION \(task (?P<ids>\d+\.\d+(?:, *\d+\.\d+)*)\)[ \t]*$")
+END = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
+
+
+class RegionError(ValueError):
+    """A solution file whose markers are malformed."""
+
+
+@dataclass(frozen=True)
+class Region:
+    module: str  # file stem in solutions/, e.g. "engine"
+    tasks: tuple[str, ...]  # first = the region's own task
+    begin: int  # 1-based line of the BEGIN marker
+    end: int  # 1-based line of the END marker
+    indent: str
+    owner: str  # "Value.__add__", "trace", ...
+
+    @property
+    def task(self) -> str:
+        return self.tasks[0]
+
+
+def parse(text: str, module: str, filename: str = "<solution>") -> list[Region]:
+    """Find the regions of one solution file, checking that markers pair up and sit inside a function."""
+    owners = _owners_by_line(text, filename)
+    regions, open_at = [], None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if match := BEGIN.match(line):
+            if open_at:
+                raise RegionError(f"{filename}:{number}: BEGIN SOLUTION inside the region opened at line {open_at[0]}")
+            open_at = (number, match)
+        elif line.lstrip().startswith("#") and "BEGIN SOLUTION" in line:
+            raise RegionError(f"{filename}:{number}: write the marker as `### BEGIN SOLUTION (task L.N)`")
+        elif END.match(line):
+            if not open_at:
+                raise RegionError(f"{filename}:{number}: END SOLUTION without a BEGIN")
+            begin, match = open_at
+            owner = owners.get(begin)
+            if owner is None:
+                raise RegionError(f"{filename}:{begin}: a solution region must sit inside a function body")
+            ids = tuple(i.strip() for i in match["ids"].split(","))
+            regions.append(Region(module, ids, begin, number, match["indent"], owner))
+            open_at = None
+    if open_at:
+        raise RegionError(f"{filename}:{open_at[0]}: BEGIN SOLUTION is never closed")
+    return regions
+
+
+def _owners_by_line(text: str, filename: str) -> dict[int, str]:
+    """Map each line inside a top-level function or method to its owner's name."""
+    owners: dict[int, str] = {}
+
+    def claim(node: ast.AST, name: str) -> None:
+        for line in range(node.lineno, node.end_lineno + 1):
+            owners[line] = name
+
+    for node in ast.parse(text, filename).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            claim(node, node.name)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    claim(item, f"{node.name}.{item.name}")
+    return owners
+
+
+def has_sources(root: Path = SOLUTIONS) -> bool:
+    """False in a student edition, whose reference is bytecode only."""
+    return any(root.glob("*.py"))
+
+
+def edition_manifest() -> dict:
+    try:
+        return json.loads(EDITION_MANIFEST.read_text())
+    except FileNotFoundError:
+        raise RuntimeError(f"{SOLUTIONS} has no sources and {EDITION_MANIFEST} is missing") from None
+
+
+def solution_files(root: Path = SOLUTIONS) -> list[Path]:
+    """The reference's files (named `.py` even where only their bytecode ships)."""
+    if root != SOLUTIONS or has_sources(root):
+        return sorted(root.glob("*.py"))
+    return [root / name for name in edition_manifest()["files"]]
+
+
+@cache
+def all_regions(root: Path = SOLUTIONS) -> tuple[Region, ...]:
+    if root == SOLUTIONS and not has_sources(root):
+        return tuple(Region(**{**r, "tasks": tuple(r["tasks"])}) for r in edition_manifest()["regions"])
+    return tuple(r for path in solution_files(root) for r in parse(path.read_text(), path.stem, str(path)))
+
+
+def manifest_entries() -> list[dict]:
+    """The regions as JSON-able data, for a student edition's manifest."""
+    return [asdict(r) for r in all_regions()]
+
+
+def module_of(task_id: str) -> str:
+    """The file (stem) that holds a task's code, e.g. `'engine'` for task 2.3."""
+    modules = {r.module for r in all_regions() if task_id in r.tasks}
+    if len(modules) != 1:
+        raise LookupError(f"task {task_id} has code in {sorted(modules) or 'no file'}; expected exactly one file")
+    return modules.pop()
+
+
+def owners_of(task_id: str) -> frozenset[str]:
+    """The functions and methods a task's code lives in, e.g. `{'Value.__add__'}`."""
+    return frozenset(r.owner for r in all_regions() if task_id in r.tasks)

@@ -1,0 +1,128 @@
+"""Generate `exercises/` from `solutions/`: each solution region becomes a TODO and a NotImplementedError.
+
+`python -m autograder sync` writes the stubs; `--check` only compares and
+prints a diff. A file the learner has changed since it was last generated is
+never overwritten, unless `--force` is given, and then a backup is kept. What
+was last generated is remembered in `exercises/.sync-manifest.json` (a hash
+per file).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import time
+from pathlib import Path
+
+from autograder.course import registry
+from autograder.course.regions import EXERCISES, SOLUTIONS, edition_manifest, has_sources, parse, solution_files
+
+MANIFEST = ".sync-manifest.json"
+
+EXERCISES_INIT = '''"""Your work: the stubs you fill in, lesson by lesson.
+
+Each `raise NotImplementedError("task L.N: ...")` marks code for you to write;
+the docstring above it says what it must do, and `pytest autograder --task L.N`
+grades it. Generated from `solutions/` by `python -m autograder sync`.
+"""
+'''
+
+
+def stub_lines(task_ids: tuple[str, ...], indent: str) -> list[str]:
+    """The two lines that replace a solution region."""
+    own = registry.task(task_ids[0])
+    also = "".join(f" Also task {t}: {registry.task(t).title}." for t in task_ids[1:])
+    return [
+        f"{indent}# TODO(task {own.id}): {own.title}. See the docstring above.{also}",
+        f'{indent}raise NotImplementedError("task {own.id}: {own.title}")',
+    ]
+
+
+def generate(text: str, module: str, keep: frozenset[str] = frozenset(), filename: str = "<solution>") -> str:
+    """Return the exercise version of a solution file; regions whose own task is in `keep` stay solved."""
+    return _stub_regions(text, module, filename, lambda region: region.task in keep)
+
+
+def without_task(text: str, module: str, task_id: str, filename: str = "<solution>") -> str:
+    """The solution file with only the regions of `task_id` turned into stubs (what a task's worker holds)."""
+    return _stub_regions(text, module, filename, lambda region: task_id not in region.tasks)
+
+
+def _stub_regions(text: str, module: str, filename: str, solved) -> str:
+    lines = text.splitlines()
+    out: list[str] = []
+    cursor = 0
+    for region in parse(text, module, filename):
+        out.extend(lines[cursor : region.begin - 1])
+        if solved(region):
+            out.extend(lines[region.begin : region.end - 1])
+        else:
+            out.extend(stub_lines(region.tasks, region.indent))
+        cursor = region.end
+    out.extend(lines[cursor:])
+    return "\n".join(out) + "\n"
+
+
+def expected_files(solutions: Path = SOLUTIONS, keep: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Every exercise file's expected content, by file name."""
+    if solutions == SOLUTIONS and not has_sources(solutions):
+        if keep:
+            raise RuntimeError("a student edition has no solution sources to keep solved")
+        return dict(edition_manifest()["stubs"])
+    files = {}
+    for path in solution_files(solutions):
+        if path.name == "__init__.py":
+            files[path.name] = EXERCISES_INIT
+        else:
+            files[path.name] = generate(path.read_text(), path.stem, keep, str(path))
+    return files
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check(exercises: Path = EXERCISES) -> list[str]:
+    """Return a unified diff for each exercise file that differs from what sync would write."""
+    diffs = []
+    for name, expected in expected_files().items():
+        path = exercises / name
+        current = path.read_text() if path.exists() else ""
+        if current != expected:
+            diffs.append("".join(difflib.unified_diff(
+                current.splitlines(keepends=True), expected.splitlines(keepends=True),
+                f"{path} (now)", f"{path} (generated from solutions/)")))
+    stale = sorted(p.name for p in exercises.glob("*.py") if p.name not in expected_files())
+    diffs.extend(f"{exercises / name} has no counterpart in solutions/\n" for name in stale)
+    return diffs
+
+
+def sync(exercises: Path = EXERCISES, force: bool = False) -> tuple[list[str], list[str]]:
+    """Write the exercises; return (written, refused) file names.
+
+    A file is refused when it differs both from the new stub and from what sync
+    last wrote there: the learner has worked on it.
+    """
+    manifest_path = exercises / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    exercises.mkdir(exist_ok=True)
+    written, refused = [], []
+    for name, expected in expected_files().items():
+        path = exercises / name
+        if path.exists():
+            current = path.read_text()
+            if current == expected:
+                manifest[name] = _digest(expected)
+                continue
+            if _digest(current) != manifest.get(name):
+                if not force:
+                    refused.append(name)
+                    continue
+                backup = path.with_name(f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
+                backup.write_text(current)
+        path.write_text(expected)
+        manifest[name] = _digest(expected)
+        written.append(name)
+    manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=2) + "\n")
+    return written, refused

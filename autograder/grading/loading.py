@@ -1,0 +1,206 @@
+"""Inside the worker: the learner's code for one task, over the reference code of every *other* task.
+
+The trusted side sends the sources: the learner's files, and the reference
+with the graded task's regions already turned back into stubs, so delegating
+to the reference finds nothing for that task. Here they become modules:
+
+- the reference files form the private package `_reference`;
+- the learner's file for the task is executed in a private package whose
+  sibling modules are the reference ones (the learner's `nn.py` imports the
+  reference `Value`), then its top-level functions and classes that belong to
+  other tasks are swapped for the reference's;
+- `hybrid_value` makes a `Value` class that is the reference's except for the
+  task's own methods (and helper methods the learner added), so that
+  `__pow__`'s checks do not depend on the learner's `__add__`.
+
+A student edition ships no reference: there the learner's own files stand in
+for it. This module imports nothing of the grader's: it runs next to learner code.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.abc
+import importlib.util
+import itertools
+import sys
+import traceback
+import types
+from collections.abc import Callable, Iterable
+
+_counter = itertools.count()
+
+# Learner files may not import these: the grader, the reference it compares against, the test runner.
+FORBIDDEN_IMPORTS = ("autograder", "solutions", "pytest", "_pytest", "pluggy")
+
+
+class LearnerCodeError(Exception):
+    """The learner's file could not be loaded; the message says where and why."""
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002 - __import__'s own names
+    if level == 0 and name.split(".")[0] in FORBIDDEN_IMPORTS:
+        raise ImportError(f"exercise code may not import {name!r}: it is the grader's (or the reference's)")
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def guarded_builtins() -> dict:
+    """The builtins a learner file runs with: the usual ones, with an `__import__` that refuses the grader."""
+    return {**vars(builtins), "__import__": _guarded_import}
+
+
+class SourcePackage(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A package whose modules are source texts held in memory: `from .engine import Value` works inside it.
+
+    `siblings` supplies the modules it does not hold itself: a learner's file
+    then imports the reference's `engine` as its sibling.
+    """
+
+    def __init__(self, name: str, sources: dict[str, tuple[str, str]], guarded: bool,
+                 siblings: Callable[[str], types.ModuleType] | None = None, sibling_names: Iterable[str] = ()):
+        self.name, self.sources, self.guarded = name, sources, guarded
+        self.siblings, self.sibling_names = siblings, frozenset(sibling_names)
+        package = types.ModuleType(name)
+        package.__path__ = []
+        package.__package__ = name
+        sys.modules[name] = package
+        sys.meta_path.insert(0, self)
+
+    def find_spec(self, fullname, path=None, target=None):
+        package, _, module = fullname.rpartition(".")
+        if package == self.name and module in self.sources:
+            return importlib.util.spec_from_loader(fullname, self, origin=self.sources[module][1])
+        if package == self.name and module in self.sibling_names:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        module = spec.name.rpartition(".")[2]
+        return None if module in self.sources else self.siblings(module)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        package, _, name = module.__name__.rpartition(".")
+        if package != self.name:
+            return  # a sibling from elsewhere, already executed
+        source, filename = self.sources[name]
+        module.__file__ = filename
+        if self.guarded:
+            module.__builtins__ = guarded_builtins()
+        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+
+    def module(self, name: str) -> types.ModuleType:
+        if name not in self.sources and name not in self.sibling_names:
+            raise LearnerCodeError(f"{name}.py is missing: the graded folder needs every file of exercises/")
+        return importlib.import_module(f"{self.name}.{name}")
+
+
+def where_in(exc: BaseException, files: set[str]) -> tuple[str, str]:
+    """The innermost `file:line in function` of a traceback that lies in `files`, and that function's name."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
+    if not frames:
+        return "", ""
+    f = frames[-1]
+    return f"{f.filename}:{f.lineno} in {f.name}", f.name
+
+
+def _rebind(obj, namespace: dict):
+    """The same function (or descriptor) with its global names looked up in `namespace`."""
+    if isinstance(obj, types.FunctionType):
+        new = types.FunctionType(obj.__code__, namespace, obj.__name__, obj.__defaults__, obj.__closure__)
+        new.__kwdefaults__, new.__qualname__, new.__doc__ = obj.__kwdefaults__, obj.__qualname__, obj.__doc__
+        return new
+    if isinstance(obj, (staticmethod, classmethod)):
+        return type(obj)(_rebind(obj.__func__, namespace))
+    if isinstance(obj, property):
+        return property(*(f and _rebind(f, namespace) for f in (obj.fget, obj.fset, obj.fdel)), obj.__doc__)
+    return obj
+
+
+def hybrid_value(ref_module: types.ModuleType, learner_engine: types.ModuleType, methods: frozenset[str]) -> type:
+    """The reference `Value`, with `methods` (and any helper the learner added) taken from the learner.
+
+    Every function, the learner's and the reference's, sees this hybrid class
+    under the global name `Value`, so the Values it creates are hybrids too.
+    """
+    ref_cls, learner_cls = ref_module.Value, getattr(learner_engine, "Value", None)
+    if not isinstance(learner_cls, type):
+        raise LearnerCodeError(f"{learner_engine.__file__} defines no class Value")
+    missing = sorted(m for m in methods if m not in vars(learner_cls))
+    if missing:
+        raise LearnerCodeError(f"{learner_engine.__file__}: class Value has no method {', '.join(missing)}")
+    hybrid = type("Value", (), {})
+    ref_ns = {**vars(ref_module), "Value": hybrid}
+    learner_ns = {**vars(learner_engine), "Value": hybrid}
+    skip = {"__dict__", "__weakref__", "__module__", "__qualname__"}
+    for name, attr in vars(ref_cls).items():
+        if name not in skip:
+            setattr(hybrid, name, _rebind(attr, ref_ns))
+    for name, attr in vars(learner_cls).items():
+        helper = not name.startswith("__") and name not in vars(ref_cls)
+        if name in methods or helper:
+            setattr(hybrid, name, _rebind(attr, learner_ns))
+    hybrid.__module__ = learner_engine.__name__
+    return hybrid
+
+
+class Implementation:
+    """The graded code as one task's scenarios see it: `impl.Value`, `impl.nn`, `impl.graph`, ...
+
+    `setup` is what the trusted side sent: the task, the file that holds it, the
+    task's owners (`Value.__pow__`, `trace`, ...), the owners of the other
+    tasks in that file, the learner's sources and (unless this is a student
+    edition) the reference's sources without the task's regions.
+    """
+
+    def __init__(self, setup: dict):
+        self.task_id = setup["task"]
+        self.module_name = setup["module"]
+        self.owners = frozenset(setup["owners"])
+        self.others = frozenset(setup["other_owners"])
+        learner = {name: (src, filename) for name, (src, filename) in setup["learner"].items()}
+        self.learner_files = {filename for _, filename in learner.values()}
+        serial = next(_counter)
+        self._reference = None
+        if setup.get("reference"):
+            refs = {name: (src, f"<reference {name}.py>") for name, src in setup["reference"].items()}
+            self._reference = SourcePackage(f"_reference{serial}", refs, guarded=False)
+            mine = {self.module_name: learner[self.module_name]} if self.module_name in learner else {}
+            self._learner = SourcePackage(f"_graded{serial}", mine, True, self._reference.module, refs)
+        else:  # a student edition: the learner's own files stand in for the reference
+            self._learner = SourcePackage(f"_graded{serial}", learner, guarded=True)
+        self._swapped = False
+        self._value: type | None = None
+
+    def reference(self, name: str) -> types.ModuleType:
+        return (self._reference or self._learner).module(name)
+
+    def module(self, name: str) -> types.ModuleType:
+        """The learner's module when it holds this task, the reference module otherwise."""
+        if self._reference is not None and name != self.module_name:
+            return self._reference.module(name)
+        mod = self._learner.module(name)
+        if self._reference is not None and not self._swapped:
+            # the learner's versions of other tasks' functions and classes give way to the reference's
+            ref = self._reference.module(name)
+            for owner in {o.split(".")[0] for o in self.others} - {o.split(".")[0] for o in self.owners}:
+                if hasattr(ref, owner):
+                    setattr(mod, owner, getattr(ref, owner))
+            self._swapped = True
+        return mod
+
+    @property
+    def Value(self) -> type:  # noqa: N802 - reads like the class it is
+        if self._value is None:
+            if self._reference is None:
+                self._value = self._learner.module("engine").Value
+            elif self.module_name != "engine":
+                self._value = self._reference.module("engine").Value
+            else:
+                methods = frozenset(o.split(".", 1)[1] for o in self.owners if o.startswith("Value."))
+                self._value = hybrid_value(self._reference.module("engine"), self.module("engine"), methods)
+        return self._value
+
+    def __getattr__(self, name: str) -> types.ModuleType:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.module(name)

@@ -1,0 +1,503 @@
+"""The pytest plugin that turns `pytest autograder` into a grader, on the trusted side of the boundary.
+
+It adds the options (`--impl`, `--lesson`, `--task`, `--results-json`,
+`--show-code`, `--check-timeout`, `--memory-limit`, `--isolation`,
+`--workers`), checks that every test names exactly one task with its points
+and a hint, and gives the grading tests two fixtures:
+
+- `learner.run(scenario, *args)` runs a scenario in the task's worker, over
+  the learner's code, and returns its plain-data answer (or raises
+  `LearnerError` with what went wrong there);
+- `reference.run(scenario, *args)` runs the same scenario here, over the
+  reference, to compute what the answer should be.
+
+This process never runs learner code: it reads the learner's files as text
+and hands them to the workers (`workers.py`). It sorts every outcome into
+passed / not started / failed / error / timed out, and writes the scorecard
+and the results file only after every worker is gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+import os
+import stat
+import sys
+import time
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from autograder.course import registry
+from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, has_sources, module_of, owners_of
+from autograder.grading import sandbox, scorecard, workers
+from autograder.grading.results import Results, TestResult
+from autograder.grading.worker import to_plain
+from autograder.kit.checks import CheckFailed
+from autograder.kit.scenario import SCENARIO_FLAG
+
+CHECK_TIMEOUT = 10.0  # seconds per call into the learner's code; an endless loop costs one such wait per task
+MEMORY_LIMIT_MB = 4096  # per worker; a worker with torch loaded uses well under 1 GB
+MAX_SOURCE = 1_000_000  # bytes of one learner file
+GRADER = pytest.StashKey["Grader"]()
+RECORDED = Path(__file__).resolve().parents[1] / "lessons" / "reference_answers.json"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("autograder", "course autograder")
+    group.addoption("--impl", default="exercises", metavar="FOLDER",
+                    help="what to grade: 'exercises' (default), 'solutions', or a folder laid out like exercises/")
+    group.addoption("--lesson", action="append", type=int, default=[], metavar="N",
+                    help="grade only lesson N (repeatable)")
+    group.addoption("--task", action="append", default=[], metavar="L.N", help="grade only task L.N (repeatable)")
+    group.addoption("--results-json", metavar="PATH", help="also write the result in Gradescope's results.json format")
+    group.addoption("--results-file", metavar="PATH",
+                    help="also write the results in the grader's own format, updated after every check")
+    group.addoption("--show-code", action="store_true",
+                    help="show pytest's tracebacks, test code included (hidden by default)")
+    group.addoption("--check-timeout", type=float, default=CHECK_TIMEOUT, metavar="S",
+                    help=f"time limit of each call into your code, seconds (default {CHECK_TIMEOUT:g})")
+    group.addoption("--memory-limit", type=int, default=MEMORY_LIMIT_MB, metavar="MB",
+                    help=f"memory cap of each worker process (default {MEMORY_LIMIT_MB} MB; 0: none)")
+    group.addoption("--isolation", choices=("auto", *sandbox.LEVELS), default="auto",
+                    help="how the learner's code is shut in (default: the best this system allows)")
+    group.addoption("--workers", choices=("fork", "spawn"), default="fork",
+                    help="fork workers from a warm process (default where possible), or spawn fresh ones")
+    group.addoption("--record-reference", metavar="PATH", help=argparse_suppress())
+
+
+def argparse_suppress() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+class LearnerError(Exception):
+    """The learner's code raised, hung, died or answered nonsense while a scenario ran; `info` says which."""
+
+    def __init__(self, info: dict, output: str = ""):
+        super().__init__(info.get("message", ""))
+        self.info, self.output = info, output
+
+
+class Grader:
+    """What one grading run needs to remember."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        impl = config.getoption("impl")
+        self.root = (REPO / impl) if impl in ("exercises", "solutions") else Path(impl).resolve()
+        if not self.root.is_dir():
+            raise pytest.UsageError(f"--impl {impl}: no such folder ({self.root})")
+        self.impl_option = "" if impl == "exercises" else f" --impl {impl}"
+        self.timeout = config.getoption("check_timeout")
+        self.memory_mb = config.getoption("memory_limit")
+        try:
+            self.level = workers.level_for(config.getoption("isolation"))
+        except RuntimeError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.results = Results(self.graded_name(), self.impl_option, self.level, complete=False)
+        self.by_nodeid: dict[str, TestResult] = {}
+        self.workers: workers.Workers | None = None
+        self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
+        self.file_failures: dict[str, dict] = {}  # learner file -> why it does not load
+        self.timed_out: dict[str, str] = {}  # task -> the check that timed out (its later checks are skipped)
+        self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
+
+    def graded_name(self) -> str:
+        return str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
+
+    def selects(self, task_id: str) -> bool:
+        lessons, tasks = self.config.getoption("lesson"), self.config.getoption("task")
+        if not lessons and not tasks:
+            return True
+        return task_id in tasks or registry.task(task_id).lesson in lessons
+
+    # --- what the workers are sent ----------------------------------------------------------------------------------
+
+    def learner_sources(self, modules: list[str]) -> dict[str, list[str]]:
+        sources = {}
+        for module in modules:
+            try:
+                text = read_learner_file(self.root, module)
+            except LearnerFileError as exc:
+                self.file_failures[module] = {"type": "LearnerCodeError", "message": str(exc), "where": "",
+                                              "function": "", "load": True}
+                continue
+            if text is not None:
+                sources[module] = [text, display(self.root / f"{module}.py")]
+        return sources
+
+    def setup_for(self, task_id: str) -> dict:
+        module = module_of(task_id)
+        owners = owners_of(task_id)
+        others = {r.owner for r in all_regions() if r.module == module and task_id not in r.tasks} - owners
+        edition = not has_sources()
+        modules = sorted({r.module for r in all_regions()} | {"engine"}) if edition else [module]
+        return {
+            "op": "setup",
+            "task": task_id,
+            "module": module,
+            "owners": sorted(owners),
+            "other_owners": sorted(others),
+            "learner": self.learner_sources(modules),
+            "reference": None if edition else reference_without(task_id),
+        }
+
+    def start_workers(self) -> None:
+        preload = ["torch"] if any(module_of(t) == "torch_bridge" for t in self.results.selected) else []
+        hidden = [str(REPO), str(self.root.parent), "/autograder"]
+        for option in ("results_json", "results_file"):
+            if self.config.getoption(option):
+                hidden.append(str(Path(self.config.getoption(option)).resolve().parent))
+        self.workers = workers.Workers(self.level, self.memory_mb, sandbox.hidden_paths(hidden), preload,
+                                       self.config.getoption("workers"))
+        for task_id in self.results.selected:
+            self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + workers.KILL_GRACE)
+
+    def stop_workers(self) -> None:
+        if self.workers:
+            self.workers.close()
+            self.workers = None
+
+    # --- one call into the learner's code ---------------------------------------------------------------------------
+
+    def run(self, task_id: str, fn, args: tuple, kwargs: dict) -> object:
+        if task_id in self.timed_out:
+            raise LearnerError({"type": "skipped", "message": self.timed_out[task_id]})
+        module = module_of(task_id)
+        failure = self.file_failures.get(module)
+        if failure is None and not has_sources():
+            failure = next(iter(self.file_failures.values()), None)
+        if failure:
+            raise LearnerError(failure)
+        worker = self.workers.get(task_id)
+        if worker.dead:  # the previous check crashed it: a fresh worker for the task's other checks
+            self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + workers.KILL_GRACE)
+            self.loaded.discard(task_id)
+            worker = self.workers.get(task_id)
+        limit = self.timeout + workers.KILL_GRACE
+        if task_id not in self.loaded:
+            self.loaded.add(task_id)
+            reply = self._call(worker, {"op": "load", "timeout": self.timeout}, limit, task_id, load=True)
+            if "error" in reply:
+                self.file_failures[module] = {**reply["error"], "load": True}
+                raise LearnerError(reply["error"], reply.get("output", ""))
+        request = {"op": "run", "file": fn.__module__, "source": scenario_source(fn.__module__), "name": fn.__name__,
+                   "args": list(args), "kwargs": kwargs, "timeout": self.timeout}
+        reply = self._call(worker, request, limit, task_id)
+        if "error" in reply:
+            if reply["error"].get("type") == "timed out":
+                self.timed_out[task_id] = "skipped: an earlier check of this task timed out"
+            raise LearnerError(reply["error"], reply.get("output", ""))
+        return reply["ok"]
+
+    def _call(self, worker: workers.Worker, request: dict, limit: float, task_id: str, load: bool = False) -> dict:
+        try:
+            return worker.call(request, limit)
+        except workers.WorkerGone as exc:
+            info = {"type": "timed out" if exc.timed_out else "died", "message": f"the check's process {exc}"}
+            if exc.timed_out and load:
+                info["message"] = f"importing {display(self.root / (module_of(task_id) + '.py'))} took too long"
+            if exc.timed_out:
+                self.timed_out[task_id] = "skipped: an earlier check of this task timed out"
+            if load:
+                self.file_failures[module_of(task_id)] = {**info, "load": True}
+            raise LearnerError(info) from None
+
+
+class LearnerFileError(Exception):
+    """A learner file the grader will not read (a symlink, not a regular file, too large, not UTF-8)."""
+
+
+def read_learner_file(root: Path, module: str) -> str | None:
+    """The text of `root/module.py`, read as a regular file inside `root` (no symlinks); None if it is missing."""
+    path = root / f"{module}.py"
+    shown = display(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if path.is_symlink():
+            raise LearnerFileError(f"{shown} is a symbolic link: the grader reads only regular files") from None
+        raise LearnerFileError(f"{shown} cannot be read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise LearnerFileError(f"{shown} is not a regular file")
+        if info.st_size > MAX_SOURCE:
+            raise LearnerFileError(f"{shown} is {info.st_size} bytes; the limit is {MAX_SOURCE}")
+        data = f.read(MAX_SOURCE + 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LearnerFileError(f"{shown} is not UTF-8 text (byte {exc.start})") from None
+
+
+def display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+@cache
+def reference_without(task_id: str) -> dict[str, str]:
+    """The reference's sources with every region of `task_id` turned back into its stub."""
+    from autograder.export.stubs import without_task
+
+    return {path.stem: without_task(path.read_text(), path.stem, task_id, str(path))
+            for path in sorted(SOLUTIONS.glob("*.py")) if path.stem != "__init__"}
+
+
+@cache
+def scenario_source(module_name: str) -> str:
+    """The source of a test file's `@scenario` functions, and nothing else of it."""
+    module = sys.modules[module_name]
+    parts = [inspect.getsource(obj) for obj in vars(module).values()
+             if inspect.isfunction(obj) and getattr(obj, SCENARIO_FLAG, False) and obj.__module__ == module_name]
+    return "\n\n".join(parts)
+
+
+class Learner:
+    """The `learner` fixture: runs scenarios over the learner's code for this test's task."""
+
+    def __init__(self, grader: Grader, task_id: str):
+        self.grader, self.task = grader, task_id
+
+    def run(self, fn, *args, **kwargs):
+        if not getattr(fn, SCENARIO_FLAG, False):
+            raise TypeError(f"{fn.__name__} is not marked @scenario")
+        return self.grader.run(self.task, fn, args, kwargs)
+
+
+class ReferenceCode:
+    """What a scenario's `impl` is on the trusted side: the whole reference."""
+
+    Value = property(lambda self: importlib.import_module("solutions.engine").Value)
+
+    def module(self, name: str):
+        return importlib.import_module(f"solutions.{name}")
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.module(name)
+
+
+class Reference:
+    """The `reference` fixture: the expected answer of a scenario, computed here and never sent to a worker.
+
+    A student edition ships no reference code; there the answers of the visible
+    checks ship as data (recorded by `python -m autograder student-edition`).
+    """
+
+    def __init__(self, grader: Grader):
+        self.grader = grader
+
+    def run(self, fn, *args, **kwargs):
+        key = f"{fn.__module__.rpartition('.')[2]}:{fn.__name__}:{json.dumps([args, kwargs], sort_keys=True)}"
+        if not has_sources():
+            answers = recorded_answers()
+            if key not in answers:
+                raise RuntimeError("this check needs the reference, which a student edition does not ship")
+            return answers[key]
+        answer = to_plain(fn(ReferenceCode(), *args, **kwargs))
+        if self.grader.recording is not None:
+            self.grader.recording[hashlib.sha256(key.encode()).hexdigest()[:32] if len(key) > 4000 else key] = answer
+        return answer
+
+
+@cache
+def recorded_answers() -> dict:
+    try:
+        return json.loads(RECORDED.read_text())
+    except FileNotFoundError:
+        return {}
+
+
+# --- pytest hooks ---------------------------------------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "task(id, points, hint): the task a grading test belongs to")
+    config.addinivalue_line("markers", "hidden: a seeded check whose inputs the pages never show")
+    for task_id in config.getoption("task"):
+        if task_id not in registry.TASKS:
+            raise pytest.UsageError(f"--task {task_id}: there is no such task (they look like 2.3; "
+                                    "python -m autograder tasks)")
+    for number in config.getoption("lesson"):
+        if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
+            raise pytest.UsageError(f"--lesson {number}: lesson {number} has no graded tasks")
+    config.stash[GRADER] = Grader(config)
+    if not config.getoption("show_code"):
+        config.option.tbstyle = "no"
+        config.option.reportchars = ""
+        if config.option.verbose == 0:
+            config.option.verbose = -1  # no pytest header: the scorecard is the report
+
+
+def task_marker(item: pytest.Item) -> tuple[str, int, str]:
+    """The task id, points and hint of a test; a missing or malformed marker is an error."""
+    marks = list(item.iter_markers("task"))
+    if len(marks) != 1:
+        raise pytest.UsageError(f"{item.nodeid}: a grading test needs exactly one @pytest.mark.task, found {len(marks)}")
+    mark = marks[0]
+    task_id = mark.args[0] if mark.args else None
+    points, hint = mark.kwargs.get("points"), mark.kwargs.get("hint")
+    if task_id not in registry.TASKS:
+        raise pytest.UsageError(f"{item.nodeid}: unknown task {task_id!r}")
+    if not isinstance(points, int) or points <= 0 or not hint:
+        raise pytest.UsageError(f"{item.nodeid}: the task marker needs points=<positive int> and hint='...'")
+    return task_id, points, hint
+
+
+def describe(item: pytest.Item) -> str:
+    doc = item.function.__doc__ if hasattr(item, "function") else None
+    if doc:
+        return doc.strip().splitlines()[0].rstrip(".")
+    return item.name.removeprefix("test_").replace("_", " ")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    grader = config.stash[GRADER]
+    keep, drop = [], []
+    for item in items:
+        task_id, points, hint = task_marker(item)
+        if not grader.selects(task_id):
+            drop.append(item)
+            continue
+        keep.append(item)
+        result = TestResult(item.nodeid, describe(item), task_id, points, hint,
+                            hidden=item.get_closest_marker("hidden") is not None)
+        grader.results.tests.append(result)
+        grader.by_nodeid[item.nodeid] = result
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    grader.results.selected = sorted({r.task for r in grader.results.tests}, key=registry.sort_key)
+    if not config.option.collectonly:
+        grader.start_workers()
+
+
+@pytest.fixture
+def learner(request: pytest.FixtureRequest) -> Learner:
+    """Runs scenarios over the graded code for this test's task (the reference for every other task)."""
+    return Learner(request.config.stash[GRADER], request.node.get_closest_marker("task").args[0])
+
+
+@pytest.fixture
+def reference(request: pytest.FixtureRequest) -> Reference:
+    """Computes expected answers with the reference, on the trusted side."""
+    return Reference(request.config.stash[GRADER])
+
+
+def classify(exc: BaseException, task_id: str) -> tuple[str, str]:
+    """Sort what a test raised into a status and a message for the learner."""
+    if isinstance(exc, CheckFailed):
+        return "failed", exc.explain()
+    if isinstance(exc, LearnerError):
+        return _learner_status(exc.info, exc.output, task_id)
+    if isinstance(exc, AssertionError):
+        return "failed", str(exc).split("\nassert ")[0] or "a check did not hold"
+    text = str(exc)
+    return "error", f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it"
+
+
+def _learner_status(info: dict, output: str, task_id: str) -> tuple[str, str]:
+    kind, message, where = info.get("type", ""), info.get("message", ""), info.get("where", "")
+    at = f"\nwhere:    {where}" if where else ""
+    printed = f"\nprinted:  {output.strip()[:500]}" if output.strip() else ""
+    if kind == "skipped":
+        return "timed out", message
+    if kind == "timed out":
+        return "timed out", f"stopped after the time limit: is there an endless loop?{at}"
+    if kind == "NotImplementedError":
+        other = info.get("stub_task")
+        if other and other != task_id and other in registry.TASKS:
+            return "not started", f"waits for task {other} ({registry.task(other).title}), which this check runs through"
+        return "not started", "the stub still raises NotImplementedError"
+    if kind == "died":
+        return "error", message
+    if info.get("load"):
+        if kind == "LearnerCodeError":
+            return "error", message
+        if kind == "SyntaxError":
+            return "error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)"
+        return "error", f"importing your file raised {kind}: {message}{at}"
+    if kind == "RecursionError":
+        return "error", f"RecursionError: the code recursed too deep{at}"
+    text = message if len(message) <= 300 else message[:300] + "…"
+    return "error", f"your code raised {kind}: {text}{at}{printed}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    rep = yield
+    grader = item.config.stash[GRADER]
+    result = grader.by_nodeid.get(item.nodeid)
+    if result is None:
+        return rep
+    if call.when == "call":
+        result.seconds = round(call.duration, 4)
+    if call.excinfo is None:
+        if call.when == "call" and not result.settled:
+            result.status, result.message, result.settled = "passed", "", True
+    elif not result.settled:
+        result.status, result.message = classify(call.excinfo.value, result.task)
+        result.settled = True
+    if call.when == "teardown":
+        _save_progress(grader)
+    return rep
+
+
+def _save_progress(grader: Grader) -> None:
+    """The grader's own results file after each check, so that a run stopped from outside keeps what it found."""
+    path = grader.config.getoption("results_file")
+    if path:
+        scorecard.write_json(Path(path), grader.results.to_json())
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    grader = config.stash.get(GRADER, None)
+    result = grader.by_nodeid.get(report.nodeid) if grader else None
+    if result is None or (report.when != "call" and report.passed) or not result.settled:
+        return None
+    letter = {"passed": ".", "not started": "N", "failed": "F", "error": "E", "timed out": "T"}[result.status]
+    return result.status.replace(" ", "_"), letter, result.status.upper()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Every worker is killed, and gone, before anything is written."""
+    grader = session.config.stash[GRADER]
+    grader.stop_workers()
+    grader.results.complete = True
+    if grader.recording is not None:
+        Path(session.config.getoption("record_reference")).write_text(
+            json.dumps(grader.recording, indent=1, sort_keys=True) + "\n")
+    if grader.results.tests and all(t.status == "passed" for t in grader.results.tests):
+        session.exitstatus = pytest.ExitCode.OK
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    grader = config.stash[GRADER]
+    results = grader.results
+    card = scorecard.scorecard(results.tasks, results.graded, results.impl_option, isolation=results.isolation)
+    terminalreporter.write_line("")
+    for line in card.splitlines():
+        terminalreporter.write_line(line)
+    _save_progress(grader)
+    path = config.getoption("results_json")
+    if path:
+        scorecard.write_json(Path(path), scorecard.gradescope_results(results.tasks, card, results.isolation))
+
+
+# the names the grading tests' conftest re-exports
+__all__ = ["EXERCISES", "Learner", "LearnerError", "Reference", "time"]

@@ -1,0 +1,96 @@
+"""The results of a grading run: one record per check, grouped by task, in one object every caller gets.
+
+`Results` is what `runner.grade()` returns and what the plugin builds; the
+scorecard, Gradescope's results.json, the batch gradebook and the notebooks
+are all written from it (`scorecard.py`). It saves to and loads from JSON of
+its own (`to_json`/`from_json`), which is how a grading process hands its
+results to a batch or a notebook.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from autograder.course import registry
+
+# Worst last: a task shows the most serious status among its tests.
+STATUSES = ("passed", "not started", "failed", "error", "timed out")
+SYMBOL = {"passed": "✓", "not started": "·", "failed": "✗", "error": "!", "timed out": "⏱"}
+
+
+@dataclass
+class TestResult:
+    nodeid: str
+    description: str
+    task: str
+    points: int
+    hint: str
+    hidden: bool = False
+    status: str = "not started"  # until it has run and passed
+    message: str = "did not run"
+    settled: bool = False  # an outcome has been recorded (the first failing phase wins)
+    seconds: float = 0.0
+
+    @property
+    def earned(self) -> int:
+        return self.points if self.status == "passed" else 0
+
+
+@dataclass
+class TaskResult:
+    task: registry.Task
+    tests: list[TestResult] = field(default_factory=list)
+
+    @property
+    def points(self) -> int:
+        return sum(t.points for t in self.tests)
+
+    @property
+    def earned(self) -> int:
+        return sum(t.earned for t in self.tests)
+
+    @property
+    def status(self) -> str:
+        return max((t.status for t in self.tests), key=STATUSES.index, default="not started")
+
+
+def group(results: list[TestResult], task_ids: list[str]) -> list[TaskResult]:
+    by_task = {tid: TaskResult(registry.task(tid)) for tid in sorted(task_ids, key=registry.sort_key)}
+    for r in results:
+        if r.task in by_task:
+            by_task[r.task].tests.append(r)
+    return [t for t in by_task.values() if t.tests]
+
+
+
+
+@dataclass
+class Results:
+    """Everything one grading run found."""
+
+    graded: str  # what was graded, as shown ("exercises/", a folder)
+    impl_option: str  # the `--impl ...` to repeat in suggested commands ("" for exercises/)
+    isolation: str  # the isolation level the learner's code ran under
+    tests: list[TestResult] = field(default_factory=list)
+    selected: list[str] = field(default_factory=list)  # the task ids this run graded
+    complete: bool = True  # False while the run is still going (a batch reads partial results)
+
+    @property
+    def tasks(self) -> list[TaskResult]:
+        return group(self.tests, self.selected)
+
+    @property
+    def score(self) -> int:
+        return sum(t.earned for t in self.tests)
+
+    @property
+    def max_score(self) -> int:
+        return sum(t.points for t in self.tests)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Results:
+        tests = [TestResult(**t) for t in data.get("tests", [])]
+        return cls(**{**data, "tests": tests})

