@@ -1,12 +1,14 @@
 """The course's command line: `python -m autograder COMMAND`.
 
-- `sync [--check] [--force]` regenerates `exercises/` from `solutions/`;
+- `build [--check]` regenerates (or checks) every generated file: stubs, notebooks, task lists, workflow template;
+- `grade [--impl DIR]` grades with the one runner and prints the scorecard (what batch and Gradescope run);
+- `sync [--check] [--force]` regenerates `exercises/` from `solutions/` (part of `build`);
 - `hint L.N` prints a task's hints; `tasks` lists every task with its page and grading command;
-- `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/`;
+- `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/` (part of `build`);
 - `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py);
 - `batch SUBMISSIONS_DIR --out grades.csv` grades a whole class into a CSV gradebook;
 - `gradescope --out autograder.zip` builds the Gradescope bundle (`gradescope-run` is what it runs);
-- `classroom [--check]` writes the GitHub Classroom workflow;
+- `classroom [--check]` writes the learners' GitHub Classroom workflow template (part of `build`);
 - `student-edition --out DIR` copies the course without solution sources and hidden checks.
 """
 
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import EXERCISES
-from autograder.grading.report import grade_command, page_link
+from autograder.grading.scorecard import grade_command, page_link
 
 
 def _sync(args: argparse.Namespace) -> int:
@@ -116,6 +118,20 @@ def _batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grade(args: argparse.Namespace) -> int:
+    from autograder.grading import runner, scorecard
+
+    try:
+        results = runner.grade(args.impl, lessons=args.lesson, tasks=args.task, check_timeout=args.check_timeout,
+                               memory_mb=args.memory_limit, results_json=args.results_json,
+                               results_file=args.results_file, extra=[a for p in args.hide for a in ("--hide", p)])
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(scorecard.text(results))
+    return 0 if all(t.status == "passed" for t in results.tests) else 1
+
+
 def _gradescope(args: argparse.Namespace) -> int:
     from autograder.export import gradescope
 
@@ -135,17 +151,34 @@ def _classroom(args: argparse.Namespace) -> int:
     from autograder.export import classroom
 
     text = classroom.workflow(classroom.points_per_lesson())
+    current = classroom.TEMPLATE.read_text() if classroom.TEMPLATE.exists() else ""
     if args.check:
-        current = classroom.WORKFLOW.read_text() if classroom.WORKFLOW.exists() else ""
         if current != text:
-            print(f"{classroom.WORKFLOW} is out of date; run: python -m autograder classroom", file=sys.stderr)
+            print(f"{classroom.TEMPLATE} is out of date; run: python -m autograder build", file=sys.stderr)
             return 1
-        print(f"{classroom.WORKFLOW} is up to date")
+        print(f"{classroom.TEMPLATE} is up to date")
         return 0
-    classroom.WORKFLOW.parent.mkdir(parents=True, exist_ok=True)
-    classroom.WORKFLOW.write_text(text)
-    print(f"wrote {classroom.WORKFLOW}")
+    classroom.TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
+    classroom.TEMPLATE.write_text(text)
+    print(f"wrote {classroom.TEMPLATE}")
     return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from autograder.export.build import build
+
+    changed, refused = build(check=args.check)
+    for name in changed:
+        print(f"{'out of date' if args.check else 'wrote'}: {name}")
+    for name in refused:
+        print(f"kept exercises/{name}: it differs from what build last wrote (your work?); "
+              "use `python -m autograder sync --force` to replace it (a .bak copy is kept)", file=sys.stderr)
+    if args.check and changed:
+        print("generated files are out of date; run: python -m autograder build", file=sys.stderr)
+        return 1
+    if not changed:
+        print("every generated file is up to date")
+    return 1 if refused else 0
 
 
 def _student_edition(args: argparse.Namespace) -> int:
@@ -162,6 +195,9 @@ def _student_edition(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("build", help="regenerate every generated file (stubs, notebooks, task lists, templates)")
+    p.add_argument("--check", action="store_true", help="only compare; exit 1 listing what is out of date")
+    p.set_defaults(run=_build)
     p = commands.add_parser("sync", help="regenerate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 with a diff if they disagree")
     p.add_argument("--force", action="store_true", help="also replace exercise files you changed (keeps a .bak)")
@@ -188,19 +224,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("grades.csv"), help="the CSV gradebook (default grades.csv)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     p.add_argument("--timeout", type=float, default=600, help="wall-time cap per submission, seconds (default 600)")
-    p.add_argument("--memory-limit", type=int, default=6144, metavar="MB",
-                   help="memory cap per submission's grader, MB (default 6144; 0: none)")
+    p.add_argument("--memory-limit", type=int, default=4096, metavar="MB",
+                   help="memory cap of each process that runs the submission's code, MB (default 4096; 0: none)")
     p.add_argument("--test-timeout", type=float, default=10, help="time limit per check, seconds (default 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_batch)
+    p = commands.add_parser("grade", help="grade a folder with the one runner (what batch and Gradescope run)")
+    p.add_argument("--impl", default="exercises", help="exercises (default), solutions, or a folder")
+    p.add_argument("--lesson", action="append", type=int, default=[], metavar="N")
+    p.add_argument("--task", action="append", default=[], metavar="L.N")
+    p.add_argument("--check-timeout", type=float, default=None, metavar="S")
+    p.add_argument("--memory-limit", type=int, default=None, metavar="MB")
+    p.add_argument("--results-json", type=Path, help="Gradescope's results.json")
+    p.add_argument("--results-file", type=Path, help="the grader's own results, saved after every check")
+    p.add_argument("--hide", action="append", default=[], metavar="PATH", help="a folder the learner's code must not see")
+    p.set_defaults(run=_grade)
     p = commands.add_parser("gradescope", help="build the Gradescope autograder bundle (a zip)")
     p.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write (default autograder.zip)")
     p.set_defaults(run=_gradescope)
     p = commands.add_parser("gradescope-run", help="grade ROOT/submission into ROOT/results/results.json (the bundle)")
     p.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's folder (default /autograder)")
     p.set_defaults(run=_gradescope_run)
-    p = commands.add_parser("classroom", help="write the GitHub Classroom workflow (.github/workflows/classroom.yml)")
-    p.add_argument("--check", action="store_true", help="only compare; exit 1 if the committed workflow is stale")
+    p = commands.add_parser("classroom", help="write the learners' Classroom workflow template (.github/classroom/)")
+    p.add_argument("--check", action="store_true", help="only compare; exit 1 if the committed template is stale")
     p.set_defaults(run=_classroom)
     p = commands.add_parser("student-edition", help="copy the course for a class: no solution sources, no hidden tests")
     p.add_argument("--out", type=Path, required=True, help="an empty folder to write")

@@ -1,6 +1,10 @@
 """Backpropagation by hand on the running example L = (a·b + c)·f (lesson 4).
 
-Tasks in this file: 4.1 `numerical_gradient` · 4.2 `hand_gradients` · 4.3 `ascent_step`.
+Tasks in this file (the list is written by `python -m autograder build`):
+
+- 4.1 numerical_gradient
+- 4.2 hand_gradients
+- 4.3 ascent_step
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
 """A real classifier: separate two interleaving half-moons with an MLP (lesson 12).
 
-Tasks in this file: 12.1 `hinge_loss` · 12.2 `l2_penalty` · 12.3 `accuracy` ·
-12.4 `train_step` and `train_classifier`.
+Tasks in this file (the list is written by `python -m autograder build`):
+
+- 12.1 hinge_loss
+- 12.2 l2_penalty
+- 12.3 accuracy
+- 12.4 train_step and train_classifier
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """Loss and gradient descent: fit an MLP to four examples (lesson 11).
 
-Tasks in this file: 11.1 `squared_error_loss` · 11.2 `sgd_step` · 11.3 `train`.
+Tasks in this file (the list is written by `python -m autograder build`):
+
+- 11.1 squared_error_loss
+- 11.2 sgd_step
+- 11.3 train
 """
 
 from __future__ import annotations

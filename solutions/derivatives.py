@@ -1,7 +1,10 @@
 """Derivatives from first principles, by nudging inputs (lesson 1).
 
-Tasks in this file: 1.1 `forward_difference` · 1.2 `central_difference` ·
-1.3 `partial_derivative`.
+Tasks in this file (the list is written by `python -m autograder build`):
+
+- 1.1 forward_difference
+- 1.2 central_difference
+- 1.3 partial_derivative
 """
 
 from __future__ import annotations

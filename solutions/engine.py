@@ -3,14 +3,24 @@
 A `Value` wraps one number, remembers the Values it was computed from, and can
 push gradients back to them with the chain rule.
 
-Tasks in this file:
+Tasks in this file (the list is written by `python -m autograder build`):
 
-- 2.1 `Value.__init__` · 2.2 `Value.__repr__` · 2.3 `__add__` forward · 2.4 `__mul__` forward
-- 5.1 `tanh` · 5.2 `__add__` backward · 5.3 `__mul__` backward
-- 6.1 `backward` · 6.2 `backward` on a million-deep graph
-- 7.1 every `_backward` accumulates (`+=`)
-- 8.1 `__radd__`, `__rmul__` · 8.2 `__pow__` · 8.3 `__neg__`, `__sub__`, `__rsub__`
-- 8.4 `__truediv__`, `__rtruediv__` · 8.5 `exp` · 8.6 `relu`
+- 2.1 Value.__init__
+- 2.2 Value.__repr__
+- 2.3 Value.__add__ forward
+- 2.4 Value.__mul__ forward
+- 5.1 Value.tanh
+- 5.2 Value.__add__ backward
+- 5.3 Value.__mul__ backward
+- 6.1 Value.backward
+- 6.2 Value.backward on a million-deep graph
+- 7.1 every _backward accumulates
+- 8.1 Value.__radd__ and __rmul__
+- 8.2 Value.__pow__
+- 8.3 Value.__neg__, __sub__ and __rsub__
+- 8.4 Value.__truediv__ and __rtruediv__
+- 8.5 Value.exp
+- 8.6 Value.relu
 """
 
 from __future__ import annotations

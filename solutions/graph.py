@@ -1,9 +1,9 @@
 """Seeing the graph: list and draw what a Value was computed from (lesson 3).
 
-Tasks in this file: 3.1 `trace` · 3.2 `draw_dot`.
-Building the drawing needs only the `graphviz` Python package. Turning it into
-a picture needs Graphviz's `dot` program, or, in Jupyter, `%load_ext
-autograder.jupyter`, which falls back on a pip-installed Graphviz.
+Tasks in this file (the list is written by `python -m autograder build`):
+
+- 3.1 trace
+- 3.2 draw_dot
 """
 
 from __future__ import annotations

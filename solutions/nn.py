@@ -1,6 +1,11 @@
 """A small neural-net library on top of `Value`: Module, Neuron, Layer, MLP (lesson 10).
 
-Tasks in this file: 10.1 `Module` · 10.2 `Neuron` · 10.3 `Layer` · 10.4 `MLP`.
+Tasks in this file (the list is written by `python -m autograder build`):
+
+- 10.1 Module
+- 10.2 Neuron
+- 10.3 Layer
+- 10.4 MLP
 """
 
 from __future__ import annotations

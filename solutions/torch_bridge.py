@@ -1,8 +1,9 @@
 """The same ideas in PyTorch: the lesson-5 neuron, and tanh as a custom autograd Function (lesson 9).
 
-Tasks in this file: 9.1 `torch_neuron` · 9.2 `Tanh`.
-PyTorch works on tensors; here every tensor holds one float64 number, so its
-results can be compared with our `Value` to the last digit.
+Tasks in this file (the list is written by `python -m autograder build`):
+
+- 9.1 torch_neuron
+- 9.2 Tanh autograd Function
 """
 
 from __future__ import annotations

@@ -1,27 +1,38 @@
-"""A corpus of broken and hostile submissions, graded together by the batch command.
+"""A corpus of broken and hostile submissions, graded together by the real batch command.
 
-Each entry is the reference with one thing done wrong, and says which tasks
-must lose points and with what status. For every entry the grader must finish,
-the other tasks must keep their points (the score is never higher than the
-honest one), and the message must say what happened.
+Each entry is the reference with one thing done wrong (by mistake or on
+purpose) and says which tasks must lose points and with what status. For every
+entry the grader must finish; the attacked tasks score no more than honest
+code would; every other task keeps its marks; the total is the sum of the
+tasks; and the messages say what happened. At the isolation level CI has
+(root: `sandbox`), the run must also leave no process of a submission alive
+and no file outside the submission changed. The classes that attack the
+verdict itself (forged numbers, tampering, a forged result channel, trickling,
+floods, delegation to the reference) run at the no-root level (`processes`)
+too, which promises exactly that the verdict cannot be forged.
 """
 
 from __future__ import annotations
 
 import csv
-import json
+import hashlib
+import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
-from autograder import registry
+from autograder.course import registry
+from autograder.grading import sandbox
+from autograder.grading.results import Results
 
 from .conftest import REPO
 
 ENGINE_TASKS = frozenset(t for t in registry.TASKS if registry.task(t).lesson in (2, 5, 6, 7, 8))
+AS_ROOT = sandbox.best_level() == sandbox.SANDBOX
 
 
 @dataclass
@@ -30,60 +41,64 @@ class Bad:
     edits: dict[str, list[tuple[str, str]]]  # file -> [(old, new)], or [("", text)] to append / create
     lost: dict[str, str]  # task -> status it must get
     message: str  # a phrase the failure messages must contain
-    full_marks_elsewhere: bool = True
-    also_lost: frozenset[str] = field(default_factory=frozenset)  # tasks that may lose too (any status)
+    verdict_attack: bool = False  # also run at the no-root level, where only the verdict is promised
+    may_lose: frozenset[str] = field(default_factory=frozenset)  # tasks that may lose too (their own code is attacked)
 
 
 POW_BODY = 'out = Value(self.data**other, (self,), f"**{other}")'
+REPR = '        return f"Value(data={self.data})"'
+FORWARD = "    _check_step(h)\n    return (fn(x + h) - fn(x)) / h"
+EXP = 'out = Value(math.exp(self.data), (self,), "exp")'
+
+# learner code that looks for the grader's expected values in the frames that called it
+FRAME_THIEF = '''
+import sys as _sys
+
+
+class _Sneaky(float):
+    """A float that claims to equal whatever it is compared with, and turns into the caller's expected value."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __float__(self):
+        frame = _sys._getframe(1)
+        while frame:
+            for name in ("expected", "want", "reference"):
+                if isinstance(frame.f_locals.get(name), float):
+                    return frame.f_locals[name]
+            frame = frame.f_back
+        return 0.0
+'''
+
 CORPUS = [
+    # --- mistakes and accidents ------------------------------------------------------------------------------------
     Bad("endless_loop_in_an_operation", {"engine.py": [(POW_BODY, "while True:\n            pass\n        " + POW_BODY)]},
         {"8.2": "timed out"}, "endless loop"),
     Bad("loop_that_never_returns_to_python", {"engine.py": [(POW_BODY, "sum(range(10**12))\n        " + POW_BODY)]},
-        {"8.2": "timed out"}, "did not finish within"),
+        {"8.2": "timed out"}, "time limit"),
     Bad("unbounded_recursion", {"engine.py": [("        return self * -1", "        return -self")]},
         {"8.3": "error"}, "RecursionError"),
-    Bad("huge_allocation", {"engine.py": [('out = Value(math.exp(self.data), (self,), "exp")',
-                                           'out = Value(math.exp(self.data), (self,), "exp")\n'
-                                           '        hoard = bytearray(64 * 1024**3)')]},
+    Bad("huge_allocation", {"engine.py": [(EXP, EXP + "\n        hoard = bytearray(64 * 1024**3)")]},
         {"8.5": "error"}, "MemoryError"),
     Bad("syntax_error_in_one_file", {"graph.py": [("    nodes, edges = set(), set()", "    nodes, edges = set(), set(")]},
         {"3.1": "error", "3.2": "error"}, "SyntaxError"),
     Bad("sys_exit_at_import", {"train.py": [("", "\nimport sys\nsys.exit('bye')\n")]},
         {"11.1": "error", "11.2": "error", "11.3": "error"}, "SystemExit"),
     Bad("os_exit_at_import", {"nn.py": [("", "\nimport os\nos._exit(0)\n")]},
-        {"10.1": "error", "10.2": "error", "10.3": "error", "10.4": "error"}, "exited with code 0"),
-    Bad("sys_exit_in_a_method", {"derivatives.py": [("    _check_step(h)\n    return (fn(x + h) - fn(x)) / h",
-                                                     "    raise SystemExit(3)")]},
+        {"10.1": "error", "10.2": "error", "10.3": "error", "10.4": "error"}, "ended without an answer"),
+    Bad("sys_exit_in_a_method", {"derivatives.py": [(FORWARD, "    raise SystemExit(3)")]},
         {"1.1": "error"}, "SystemExit"),
-    Bad("os_exit_in_a_method", {"engine.py": [('        return f"Value(data={self.data})"',
-                                               "        import os\n        os._exit(0)")]},
-        {"2.2": "error"}, "exited with code 0"),
+    Bad("os_exit_in_a_method", {"engine.py": [(REPR, "        import os\n        os._exit(0)")]},
+        {"2.2": "error"}, "ended without an answer"),
     Bad("float_instead_of_a_value", {"engine.py": [("        return self * -1", "        return -self.data")]},
         {"8.3": "error"}, "float"),
-    Bad("nan_and_inf_results", {"engine.py": [('Value(math.exp(self.data), (self,), "exp")',
-                                               'Value(float("nan"), (self,), "exp")'),
+    Bad("nan_and_inf_results", {"engine.py": [(EXP, 'out = Value(float("nan"), (self,), "exp")'),
                                               ("        return self * other**-1", "        return self * math.inf")]},
         {"8.4": "failed", "8.5": "failed"}, "nan"),
-    Bad("prints_megabytes", {"engine.py": [("        return self + other\n",
-                                            "        print('x' * 20_000_000)\n        return self + other\n")]},
-        {}, ""),
-    Bad("writes_where_the_results_go", {"engine.py": [("", """
-import json as _json, sys as _sys
-for _i, _arg in enumerate(_sys.argv):
-    if _arg == "--results-json":
-        with open(_sys.argv[_i + 1], "w") as _f:
-            _json.dump({"score": 9999, "max_score": 9999, "tests": []}, _f)
-""")], "derivatives.py": [("    return (fn(x + h) - fn(x - h)) / (2 * h)", "    return 0.0")]},
-        {"1.2": "failed"}, "check:"),
-    Bad("imports_the_grader", {"graph.py": [("", "\nimport autograder.checks\n"
-                                                 "autograder.checks.expect_equal = lambda *a, **k: None\n")]},
-        {"3.1": "error", "3.2": "error"}, "may not import"),
-    Bad("monkeypatches_the_grader_and_pytest", {"engine.py": [("", """
-import sys as _sys
-_sys.modules["autograder.checks"].CheckFailed.__init__ = lambda self, *a, **k: None
-_sys.modules["pytest"].fail = lambda *a, **k: None
-"""), ("self.grad += other * self.data ** (other - 1) * out.grad", "self.grad += out.grad")]},
-        {t: "error" for t in ENGINE_TASKS}, "changed the grader's own objects"),
     Bad("hard_codes_the_pages_numbers", {"engine.py": [
         ("self.grad += other * self.data ** (other - 1) * out.grad",
          "self.grad += (other * self.data ** (other - 1) if self.data in (2.0, -6.0) else 1.0) * out.grad")]},
@@ -95,12 +110,137 @@ def pytest_runtest_makereport(item, call):
     rep = yield
     rep.outcome = "passed"
     return rep
-""")], "engine.py": [('        return f"Value(data={self.data})"', "        return 'nope'")]},
+""")], "engine.py": [(REPR, "        return 'nope'")]},
         {"2.2": "failed"}, "expected"),
+    # --- forged numbers --------------------------------------------------------------------------------------------
+    Bad("float_subclass_that_reads_the_expected_value", {"derivatives.py": [
+        ("", FRAME_THIEF), (FORWARD, "    return _Sneaky(0.0)")]},
+        {"1.1": "failed"}, "expected", verdict_attack=True),
+    # --- tampering in the process that runs the code ---------------------------------------------------------------
+    Bad("walks_the_stack_and_marks_every_check_passed", {"engine.py": [(REPR, """        import gc, sys
+        for obj in gc.get_objects():
+            if type(obj).__name__ in ("TestResult", "Grader", "Results") or hasattr(obj, "status"):
+                try:
+                    obj.status, obj.earned = "passed", 99
+                except Exception:
+                    pass
+        frame = sys._getframe()
+        while frame:
+            for value in list(frame.f_locals.values()):
+                if isinstance(value, dict) and "status" in value:
+                    value["status"] = "passed"
+            frame = frame.f_back
+        return 'tampered'""")]},
+        {"2.2": "failed"}, "expected", verdict_attack=True),
+    Bad("swaps_the_code_of_the_check_helpers", {"engine.py": [("", """
+import gc as _gc
+def _nothing(*args, **kwargs):
+    return None
+for _f in _gc.get_objects():
+    if callable(_f) and getattr(_f, "__name__", "") in ("expect", "expect_close", "expect_equal", "sweep"):
+        try:
+            _f.__code__ = _nothing.__code__
+        except Exception:
+            pass
+"""), ("self.grad += other * self.data ** (other - 1) * out.grad", "self.grad += out.grad")]},
+        {"8.2": "failed"}, "expected", verdict_attack=True, may_lose=ENGINE_TASKS),
+    Bad("writes_forged_answers_into_every_channel", {"engine.py": [(REPR, """        import json, os, struct
+        for fd in range(3, 64):
+            body = json.dumps({"ok": "Value(data=4.0)", "output": ""}).encode()
+            try:
+                os.write(fd, struct.pack("!I", len(body)) + body)
+            except OSError:
+                pass
+        return 'forged'""")]},
+        {"2.2": "failed"}, "", verdict_attack=True),
+    Bad("trickles_bytes_into_the_channel", {"engine.py": [(REPR, """        import os, time
+        while True:
+            for fd in range(3, 64):
+                try:
+                    os.write(fd, b"\\x00")
+                except OSError:
+                    pass
+            time.sleep(0.5)""")]},
+        {"2.2": "timed out"}, "", verdict_attack=True),
+    Bad("five_megabyte_failure_message", {"engine.py": [(REPR, "        raise ValueError('x' * 5_000_000)")]},
+        {"2.2": "error"}, "ValueError", verdict_attack=True),
+    Bad("prints_megabytes", {"engine.py": [("        return self + other\n",
+                                            "        print('x' * 20_000_000)\n        return self + other\n")]},
+        {}, "", verdict_attack=True),
+    # --- handing the task to the reference -------------------------------------------------------------------------
+    Bad("imports_the_reference_through_importlib", {"engine.py": [(REPR, """        import importlib
+        return importlib.import_module("solutions.engine").Value.__repr__(self)""")]},
+        {"2.2": "error"}, "", verdict_attack=True),
+    Bad("finds_the_reference_in_memory", {"engine.py": [(REPR, """        import sys
+        for name, module in list(sys.modules.items()):
+            cls = getattr(module, "Value", None)
+            if name.endswith("engine") and cls is not None and cls.__repr__ is not type(self).__repr__:
+                return cls.__repr__(self)
+        raise LookupError("no reference here")""")]},
+        {"2.2": "not started"}, "", verdict_attack=True),
+    Bad("reads_the_reference_from_disk", {"engine.py": [(REPR, """        import glob
+        for path in glob.glob("/**/solutions/engine.py", recursive=True):
+            source = open(path).read()
+            if "BEGIN SOLUTION (task 2.2)" in source:
+                return f"Value(data={self.data})"
+        raise LookupError("no reference on disk")""")]},
+        {"2.2": "error"}, "LookupError"),
+    Bad("imports_the_grader", {"graph.py": [("", "\nimport autograder.kit.checks\n"
+                                                 "autograder.kit.checks.expect_equal = lambda *a, **k: None\n")]},
+        {"3.1": "error", "3.2": "error"}, "may not import", verdict_attack=True),
+    # --- processes, memory, and harm to others ---------------------------------------------------------------------
+    Bad("starts_a_process_that_outlives_the_check", {"engine.py": [(REPR, """        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(120)
+            os._exit(0)
+        return f"Value(data={self.data})"
+""")]},
+        {"2.2": "error"}, "BlockingIOError"),
+    Bad("spreads_memory_over_processes", {"engine.py": [(EXP, """import multiprocessing
+        procs = [multiprocessing.Process(target=lambda: (bytearray(800 * 1024**2), __import__("time").sleep(60)))
+                 for _ in range(3)]
+        for p in procs:
+            p.start()
+        """ + EXP)]},
+        {"8.5": "error"}, ""),
+    Bad("harms_the_grader_the_gradebook_and_other_submissions", {"engine.py": [(REPR, """        import glob, os, signal
+        for path in glob.glob("/**/grades.csv", recursive=True) + glob.glob("/**/autograder/kit/checks.py", recursive=True):
+            try:
+                open(path, "a").write("\\nharmed,graded,251,251\\n")
+            except OSError:
+                pass
+        for path in glob.glob("/**/submissions/*/engine.py", recursive=True):
+            try:
+                open(path, "a").write("\\nraise SystemExit\\n")
+            except OSError:
+                pass
+        for pid in range(2, 5000):
+            if pid != os.getpid():
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except OSError:
+                    pass
+        return f"Value(data={self.data})"
+""")]},
+        {}, ""),
+    Bad("delayed_del_that_breaks_later_checks", {"engine.py": [("", """
+class _Saboteur:
+    def __del__(self):
+        import math
+        math.tanh = lambda x: 0.0
+        Value.__add__ = lambda self, other: 0
+
+
+_keep = [_Saboteur() for _ in range(3)]
+del _keep
+""")]},
+        {}, "", may_lose=ENGINE_TASKS),
 ]
+VERDICT = [bad for bad in CORPUS if bad.verdict_attack]
 
 
-def _apply(folder, edits):
+def _apply(folder: Path, edits: dict) -> None:
     for name, changes in edits.items():
         path = folder / name
         text = path.read_text() if path.exists() else ""
@@ -113,51 +253,106 @@ def _apply(folder, edits):
         path.write_text(text)
 
 
-def batch(submissions, out) -> subprocess.CompletedProcess:
+def batch(submissions: Path, out: Path, *extra: str, test_timeout: float = 2) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out),
-                           "--jobs", "2", "--test-timeout", "2", "--timeout", "300", "--quiet"],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
+                           "--jobs", "2", "--test-timeout", str(test_timeout), "--timeout", "300", "--quiet", *extra],
+                          cwd=REPO, capture_output=True, text=True, timeout=1200)
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory, reference_run):
-    """Every corpus entry graded by `python -m autograder batch`, 2 at a time."""
-    root = tmp_path_factory.mktemp("corpus")
+def _fingerprint(*folders: Path) -> dict[str, str]:
+    """A hash of every file under the folders (what no submission may change)."""
+    out = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _sandbox_processes() -> list[int]:
+    """Processes running as one of the workers' own users (none may survive a run)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid >= sandbox.FIRST_SANDBOX_UID:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _grade_corpus(root: Path, entries: list[Bad], *extra: str) -> dict:
     submissions = root / "submissions"
-    for bad in CORPUS:
+    for bad in entries:
         folder = submissions / bad.name
         shutil.copytree(REPO / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
         _apply(folder, bad.edits)
-    out = root / "grades.csv"
-    proc = batch(submissions, out)
+    out = root / "gradebook" / "grades.csv"
+    out.parent.mkdir()
+    before = _fingerprint(REPO / "autograder", REPO / "solutions", submissions)
+    proc = batch(submissions, out, *extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(out, newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
-    results = {bad.name: json.loads((root / "grades.results" / f"{bad.name}.json").read_text()) for bad in CORPUS}
-    return rows, results, reference_run.score_by_task, submissions, out
+    results = {bad.name: Results.from_json(__import__("json").loads(
+        (out.with_suffix(".results") / f"{bad.name}.results.json").read_text())) for bad in entries}
+    after = _fingerprint(REPO / "autograder", REPO / "solutions", submissions)
+    return {"rows": rows, "results": results, "changed": sorted(k for k in before if before[k] != after.get(k)),
+            "survivors": _sandbox_processes(), "submissions": submissions, "out": out}
+
+
+def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> None:
+    row, results = graded["rows"][bad.name], graded["results"][bad.name]
+    assert row["status"] == "graded", row
+    status = {t.task.id: t.status for t in results.tasks}
+    scores = {t.task.id: t.earned for t in results.tasks}
+    output = "\n".join(f"{r.task} {r.status}: {r.message}" for r in results.tests if r.status != "passed")
+    for task_id, expected in bad.lost.items():
+        assert status[task_id] == expected, (task_id, status[task_id], output[-3000:])
+        assert scores[task_id] < full[task_id][0]
+    for task_id, (points, _) in full.items():
+        assert scores[task_id] <= points
+        if task_id not in bad.lost and task_id not in bad.may_lose:
+            assert scores[task_id] == points, (task_id, status[task_id], output[-3000:])
+    assert results.score == sum(scores.values()) == int(row["total"])
+    if bad.message:
+        assert bad.message in output, output[:3000]
+    assert all(len(r.message) < 20_000 for r in results.tests)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict:
+    """Every corpus entry graded by `python -m autograder batch`, 2 at a time, at the best level here."""
+    return _grade_corpus(tmp_path_factory.mktemp("corpus"), CORPUS)
 
 
 @pytest.mark.parametrize("bad", CORPUS, ids=lambda bad: bad.name)
-def test_a_bad_submission_costs_exactly_what_it_breaks(graded, bad):
-    rows, results, full, _, _ = graded
-    assert rows[bad.name]["status"] == "graded", rows[bad.name]
-    data = results[bad.name]
-    status = data["extra_data"]["status"]
-    scores = {t["number"]: t["score"] for t in data["tests"]}
-    for task_id, expected in bad.lost.items():
-        assert status[task_id] == expected, (task_id, status[task_id], data["output"][-3000:])
-        assert scores[task_id] < full[task_id][0]
-    for task_id, (points, _) in full.items():
-        if task_id not in bad.lost:
-            assert scores[task_id] == points, (task_id, status[task_id], data["output"][-3000:])
-    assert data["score"] == sum(scores.values()) == int(rows[bad.name]["total"])
-    if bad.message:
-        messages = " ".join(r["message"] for r in data["extra_data"]["results"] if r["status"] != "passed")
-        assert bad.message in messages, messages[:2000]
+def test_a_bad_submission_costs_exactly_what_it_breaks(graded, bad, reference_run):
+    _check_entry(graded, bad, reference_run.score_by_task)
 
 
-def test_the_gradebook_has_one_row_per_submission_and_resumes(graded):
-    rows, _, full, submissions, out = graded
+@pytest.mark.skipif(not AS_ROOT, reason="the sandbox level needs root and namespaces")
+def test_no_submission_changes_a_file_or_leaves_a_process(graded):
+    assert graded["changed"] == []
+    assert graded["survivors"] == []
+    rows = graded["rows"]
+    assert "harmed" not in rows and all(row["status"] == "graded" for row in rows.values())
+
+
+@pytest.fixture(scope="module")
+def graded_without_root(tmp_path_factory) -> dict:
+    return _grade_corpus(tmp_path_factory.mktemp("corpus-processes"), VERDICT, "--isolation", "processes")
+
+
+@pytest.mark.parametrize("bad", VERDICT, ids=lambda bad: bad.name)
+def test_without_root_the_verdict_still_cannot_be_forged(graded_without_root, bad, reference_run):
+    _check_entry(graded_without_root, bad, reference_run.score_by_task)
+
+
+def test_the_gradebook_has_one_row_per_submission_and_resumes(graded, reference_run):
+    rows, submissions, out = graded["rows"], graded["submissions"], graded["out"]
+    full = reference_run.score_by_task
     assert set(rows) == {bad.name for bad in CORPUS}
     assert all(int(row["max"]) == sum(points for points, _ in full.values()) for row in rows.values())
     before = out.read_text()
@@ -169,14 +364,18 @@ def test_the_gradebook_has_one_row_per_submission_and_resumes(graded):
     assert after.splitlines()[-1].startswith("late_submission,graded,0,")
 
 
-def test_a_submission_that_stops_the_grader_itself_is_recorded_as_such(tmp_path):
-    """A grader process that runs past the batch's wall-time cap gets a 'timed out' row, not a hang."""
+def test_a_slow_honest_submission_keeps_the_checks_it_finished(tmp_path):
+    """Stopped at the batch's wall time, a submission keeps the points of every check that finished."""
     submissions = tmp_path / "submissions"
-    shutil.copytree(REPO / "solutions", submissions / "slow", ignore=shutil.ignore_patterns("__pycache__"))
+    folder = submissions / "slow"
+    shutil.copytree(REPO / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    _apply(folder, {"train.py": [("", "\nimport time as _t\n_t.sleep(1)\n")],
+                    "classifier.py": [("", "\nimport time as _t\n_t.sleep(1)\n")]})
     out = tmp_path / "grades.csv"
     proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out),
-                           "--timeout", "1", "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=300)
+                           "--timeout", "12", "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     with open(out, newline="") as f:
         (row,) = list(csv.DictReader(f))
-    assert row["status"] == "timed out" and row["total"] == "0" and "did not finish within 1 s" in row["note"]
+    assert row["status"] == "timed out" and "did not finish within 12 s" in row["note"], row
+    assert int(row["total"]) > 0 and "kept the" in row["note"], row

@@ -1,4 +1,9 @@
-"""The Gradescope bundle: run_autograder grades /autograder/submission into a valid results.json."""
+"""The Gradescope bundle: run_autograder grades /autograder/submission into a valid results.json.
+
+Its attacks: code that outlives the grader to rewrite the results, or edits
+the bundle's own script while it runs, must change nothing; hidden checks show
+their name and status only.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 
 import jsonschema
@@ -46,7 +52,7 @@ def test_the_bundle_has_gradescope_s_layout(bundle):
     with zipfile.ZipFile(bundle) as zf:
         names = set(zf.namelist())
         modes = {info.filename: info.external_attr >> 16 for info in zf.infolist()}
-    assert {"setup.sh", "run_autograder", "source/autograder/plugin.py", "source/solutions/engine.py",
+    assert {"setup.sh", "run_autograder", "source/autograder/grading/plugin.py", "source/solutions/engine.py",
             "source/pyproject.toml"} <= names
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
 
@@ -90,3 +96,51 @@ def test_a_grader_that_cannot_start_still_leaves_valid_results(bundle, tmp_path)
     subprocess.run(["bash", str(root / "run_autograder")], env=env, cwd=tmp_path, capture_output=True, timeout=120)
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 0 and "could not run" in results["output"]
+
+
+def _solutions_with(engine_edit: tuple[str, str]) -> dict[str, str]:
+    files = {p.name: p.read_text() for p in (REPO / "solutions").glob("*.py") if p.name != "__init__.py"}
+    old, new = engine_edit
+    assert old in files["engine.py"]
+    files["engine.py"] = files["engine.py"].replace(old, new)
+    return files
+
+
+REPR = '        return f"Value(data={self.data})"'
+FORGE = """        import glob, os, time
+        forged = '{"score": 251, "max_score": 251, "output": "forged", "tests": []}'
+        for path in glob.glob("/**/run_autograder", recursive=True):
+            try:
+                open(path, "a").write(f"\\necho '{forged}' > \\"$ROOT/results/results.json\\"\\n")
+            except OSError:
+                pass
+        try:
+            if os.fork() == 0:
+                os.setsid()
+                time.sleep(2)
+                for path in glob.glob("/**/results/results.json", recursive=True):
+                    open(path, "w").write(forged)
+                os._exit(0)
+        except OSError:
+            pass
+        return 'nope'"""
+
+
+def test_code_that_outlives_the_grader_or_edits_its_script_changes_nothing(bundle, tmp_path):
+    results = run_autograder(bundle, tmp_path, _solutions_with((REPR, FORGE)))
+    time.sleep(3)  # longer than the forger would wait
+    again = json.loads((tmp_path / "autograder" / "results" / "results.json").read_text())
+    assert again == results
+    assert results["extra_data"]["status"]["2.2"] == "failed"
+    assert results["score"] == results["max_score"] - 2
+    script = (tmp_path / "autograder" / "run_autograder").read_text()
+    assert "forged" not in script
+
+
+def test_hidden_checks_show_only_their_name_and_status(bundle, tmp_path):
+    results = run_autograder(bundle, tmp_path, _solutions_with((REPR, "        return 'nope'")))
+    (entry,) = [t for t in results["tests"] if t["number"] == "2.2"]
+    hidden_lines = [line for line in entry["output"].splitlines() if "repr of seeded random Values" in line]
+    assert hidden_lines, entry["output"]
+    assert "x = " not in entry["output"].split("repr of seeded random Values", 1)[1]
+    assert "repr of seeded random Values" not in results["output"] or "x = " not in results["output"]

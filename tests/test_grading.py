@@ -6,8 +6,8 @@ import re
 
 import jsonschema
 
-from autograder import registry
-from autograder.sync import expected_files
+from autograder.course import registry
+from autograder.export.stubs import expected_files
 
 from .conftest import REPO, copy_of, grade
 
@@ -143,7 +143,7 @@ def test_an_endless_loop_costs_only_its_own_test(tmp_path, reference_run):
     source = engine.read_text()
     engine.write_text(source.replace('        return f"Value(data={self.data})"',
                                      "        while True:\n            pass"))
-    run = grade(submission, "--lesson", "2", "--timeout", "2", tmp_path=tmp_path)
+    run = grade(submission, "--lesson", "2", "--check-timeout", "2", tmp_path=tmp_path)
     assert run.status["2.2"] == "timed out", run.output[-3000:]
     assert {t: s for t, s in run.status.items() if t != "2.2"} == {"2.1": "passed", "2.3": "passed", "2.4": "passed"}
     assert "endless loop" in run.output

@@ -23,9 +23,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import notebooks, registry
+from autograder.course import registry
+from autograder.export import notebooks
 from autograder.jupyter import TIMEOUT_VARIABLE, dot_to_svg, execute, lesson_budget, run_grader
-from autograder.regions import parse
+from autograder.course.regions import parse
 
 from .conftest import REPO
 
@@ -107,7 +108,7 @@ def test_nbgrader_cells_are_the_grading_tests_with_their_points():
     """One autograder-test cell per test pytest collects, with the test's points; hidden ones between the markers."""
     done = subprocess.run([sys.executable, "-m", "pytest", "autograder", "--collect-only", "-q", "--impl", "solutions"],
                           cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
-    collected = set(re.findall(r"^autograder/test_\w+\.py::(test_\w+)$", done.stdout, re.MULTILINE))
+    collected = set(re.findall(r"^autograder/lessons/test_\w+\.py::(test_\w+)$", done.stdout, re.MULTILINE))
     assert collected, done.stdout[-2000:] + done.stderr[-2000:]
     cells = {}
     for lesson in notebooks.graded_lessons():

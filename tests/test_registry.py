@@ -34,9 +34,9 @@ def test_every_task_has_tests_with_points_and_hints(reference_run):
 
 
 def test_a_test_without_a_task_marker_is_refused(tmp_path):
-    (tmp_path / "conftest.py").write_text("from autograder.conftest import *\n")
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["autograder.grading.plugin"]\n')
     (tmp_path / "test_x.py").write_text(textwrap.dedent("""
-        def test_unmarked(impl):
+        def test_unmarked(learner):
             pass
     """))
     proc = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), "-p", "no:cacheprovider"],

@@ -120,7 +120,7 @@ LESSONS: tuple[Lesson, ...] = (
         ("5.1", "Value.tanh", [
             "Forward: `math.tanh(self.data)`, one child, op 'tanh'.",
             "The local derivative of tanh(x) is 1 - tanh(x)²: reuse the forward result.",
-            "In `_backward`, add `(1 - t**2) * out.grad` to `self.grad`.",
+            "In `_backward`, the chain rule: `self`'s gradient is that local derivative times `out.grad`.",
         ]),
         ("5.2", "Value.__add__ backward", [
             "The local derivative of a + b is 1 for both a and b.",

@@ -1,36 +1,36 @@
-"""GitHub Classroom: the autograding workflow, one step per lesson with its points, written from the registry.
+"""GitHub Classroom: the learners' autograding workflow, one step per lesson with its points.
 
-`python -m autograder classroom` writes `.github/workflows/classroom.yml`;
-`--check` exits 1 when the committed workflow is out of date. Each step runs
-`pytest autograder --lesson N`, whose exit code passes or fails the step, and
-whose scorecard is the step's log that the Classroom reporter shows.
+It is a template, kept at `.github/classroom/classroom.yml` (outside
+`.github/workflows/`, so the course repository never runs it) and written as
+`.github/workflows/classroom.yml` into the student edition, the repository a
+Classroom assignment starts from. `python -m autograder build` regenerates
+it. Each step runs `pytest autograder --lesson N`, whose exit code passes or
+fails the step, and whose scorecard is the step's log that the Classroom
+reporter shows.
+
+What it cannot hide: the workflow runs in the learner's own repository, on
+code and checks the learner can read and change, and reports its own score.
+It is feedback; the grade that counts comes from Gradescope or a batch run.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO
 
-WORKFLOW = REPO / ".github" / "workflows" / "classroom.yml"
+TEMPLATE = REPO / ".github" / "classroom" / "classroom.yml"
 
 
 def points_per_lesson() -> dict[int, int]:
-    """Full marks of each lesson, read off a collection-only run of the grader."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "points.json"
-        subprocess.run([sys.executable, "-m", "pytest", "autograder", "--collect-only", "-q", "-p", "no:cacheprovider",
-                        "--results-json", str(out)], cwd=REPO, capture_output=True, check=True)
-        tests = json.loads(out.read_text())["tests"]
+    """Full marks of each lesson, as pytest collects the grading tests."""
+    from autograder.grading.runner import catalogue
+
     points: dict[int, int] = {}
-    for test in tests:
-        lesson = registry.task(test["number"]).lesson
-        points[lesson] = points.get(lesson, 0) + test["max_score"]
+    for test in catalogue().tests:
+        lesson = registry.task(test.task).lesson
+        points[lesson] = points.get(lesson, 0) + test.points
     return points
 
 

@@ -1,30 +1,45 @@
-"""The student edition: a copy of the course for a class, without the reference's source and the hidden tests.
+"""The student edition: a copy of the course for a class, with no reference code in any form and no hidden checks.
 
 `python -m autograder student-edition --out DIR` copies the repository (what
-git tracks) except `tests/` and `.ci/` (the project's own suite needs the
-sources), replaces `solutions/*.py` by their bytecode (the grader and the
-site's figures still run the reference; nobody reads it by accident), removes
-every `@pytest.mark.hidden` check from `autograder/test_*.py`, and writes
-`autograder/edition.json` with what the grader and the site otherwise read off
-the solution sources (the regions and the stubs). The copy still installs,
-builds the site and grades itself. Bytecode is tied to the Python minor version
-that exports it: export with the version your class uses. Instructors keep
-the full repository.
+git tracks) except `tests/`, `.ci/`, `solutions/` and the course repository's
+own CI workflow, and:
+
+- removes every `@pytest.mark.hidden` check from the lessons' grading tests;
+- records the answers the reference gives to the visible checks' scenarios
+  (`reference.run`), as data: the edition's grader compares with those, and
+  with its oracles (hand values, finite differences, PyTorch);
+- writes `autograder/edition.json` with what the grader otherwise reads off
+  the solution sources: the task regions (file, owner, lines) and the stubs;
+- ships the course site already built (`site/`), since its figures are drawn
+  by the reference; the recap page, which shows the reference engine, says so
+  instead;
+- writes the learners' GitHub Classroom workflow into `.github/workflows/`.
+
+Without the reference, each task's checks run over the learner's own code for
+the other tasks: a bug may cost points twice here, never in the grade that
+counts (the Gradescope bundle or a batch run with the full repository).
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import py_compile
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-from autograder.export import stubs as sync
 from autograder.course.regions import REPO, manifest_entries, solution_files
+from autograder.export import classroom
+from autograder.export import stubs as sync
 
-LEFT_OUT = ("tests/", ".ci/")
+LEFT_OUT = ("tests/", ".ci/", "solutions/", ".github/workflows/ci.yml", ".github/workflows/pages.yml")
+EDITION_NOTE = (
+    "> **Student edition.** No reference solution ships with this copy and the hidden checks are left out:\n"
+    "> `pytest autograder` gives you feedback from the visible checks; your grade comes from your instructor's\n"
+    "> grader. The course site is already built: `python -m http.server -d site` and open http://127.0.0.1:8000.\n\n"
+)
 
 
 def tracked_files() -> list[str]:
@@ -55,23 +70,39 @@ def export(out: Path) -> Path:
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty: choose a new folder for the student edition")
     for name in tracked_files():
-        if name.startswith(LEFT_OUT) or name.startswith("solutions/") and name.endswith(".py"):
+        if name.startswith(LEFT_OUT):
             continue
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)
         source = REPO / name
-        if name.startswith("autograder/test_") and name.endswith(".py"):
+        if name.startswith("autograder/lessons/test_") and name.endswith(".py"):
             target.write_text(without_hidden_tests(source.read_text()))
         else:
             shutil.copy2(source, target)
-    for path in solution_files():
-        py_compile.compile(str(path), cfile=str(out / "solutions" / (path.stem + ".pyc")), doraise=True)
+    (out / "solutions").mkdir(exist_ok=True)
     manifest = {"files": [p.name for p in solution_files()], "regions": manifest_entries(),
                 "stubs": sync.expected_files()}
     (out / "autograder" / "edition.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    _record_reference_answers(out / "autograder" / "lessons" / "reference_answers.json")
+    _build_site(out / "site")
+    workflow = out / ".github" / "workflows" / "classroom.yml"
+    workflow.parent.mkdir(parents=True, exist_ok=True)
+    workflow.write_text(classroom.workflow(classroom.points_per_lesson()))
     readme = out / "README.md"
-    readme.write_text("> **Student edition.** The reference solution ships as bytecode only and the hidden checks\n"
-                      "> are left out: your instructor grades with the full set.\n\n" + readme.read_text())
+    readme.write_text(EDITION_NOTE + readme.read_text())
     return out
 
 
+def _record_reference_answers(path: Path) -> None:
+    """What the reference answers to every visible check's scenarios, as data."""
+    from autograder.grading.runner import grade
+
+    results = grade("solutions", extra=["-m", "not hidden", "--record-reference", str(path)])
+    if results.score != results.max_score:
+        raise RuntimeError("the reference does not pass its own visible checks; fix that before exporting")
+
+
+def _build_site(target: Path) -> None:
+    env = {**os.environ, "COURSE_EDITION": "1"}  # pages that would show reference code say so instead
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(target)],
+                   cwd=REPO, env=env, check=True)

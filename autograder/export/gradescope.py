@@ -9,10 +9,7 @@ it always leaves a valid results.json, even when the grader itself cannot run.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -27,10 +24,16 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip python
 python3 -m venv /autograder/venv
 # torch is pinned to 2.13.0 by the course; point pip at a CPU-only index (PIP_EXTRA_INDEX_URL) to keep the image small.
 /autograder/venv/bin/pip install --quiet /autograder/source
+# The learner's code runs as an unprivileged user of its own: nothing of the grader may be writable by it.
+chown -R root:root /autograder/source /autograder/run_autograder /autograder/setup.sh /autograder/venv
+chmod -R go-w /autograder/source /autograder/venv
+chmod 0755 /autograder/run_autograder
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission. AUTOGRADER_ROOT lets a test run it on a fake /autograder tree.
+# The whole script is one compound command: bash has read all of it before it starts running it.
+{
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
 mkdir -p "$ROOT/results"
@@ -39,6 +42,8 @@ if [ ! -s "$ROOT/results/results.json" ]; then
     printf '{"score": 0, "output": "The autograder could not run; please tell your instructor.", "tests": []}\\n' \\
         > "$ROOT/results/results.json"
 fi
+exit 0
+}
 """
 
 SOURCE_PARTS = ("autograder", "solutions", "exercises", "pyproject.toml", "README.md")
@@ -76,7 +81,7 @@ def find_submitted(submission: Path) -> dict[str, Path]:
     names = set(expected_files())
     folders: dict[Path, int] = {}
     for path in submission.rglob("*.py"):
-        if path.name in names and "__MACOSX" not in path.parts:
+        if path.name in names and "__MACOSX" not in path.parts and not path.is_symlink():
             folders[path.parent] = folders.get(path.parent, 0) + 1
     if not folders:
         return {}
@@ -85,7 +90,14 @@ def find_submitted(submission: Path) -> dict[str, Path]:
 
 
 def grade_submission(root: Path, timeout: float = 1200) -> dict:
-    """Grade `root/submission` and write `root/results/results.json`; return what was written."""
+    """Grade `root/submission` and write `root/results/results.json`; return what was written.
+
+    The learner's code runs only in the runner's sandboxed workers, which are
+    all gone before the results are written; whatever happens, a valid file is.
+    """
+    from autograder.grading import runner, scorecard
+    from autograder.grading.batch import private_copy
+
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
     found = find_submitted(root / "submission")
@@ -94,25 +106,23 @@ def grade_submission(root: Path, timeout: float = 1200) -> dict:
     if missing:
         notes.append(f"Not in your submission (graded as the empty stubs): {', '.join(missing)}.")
     with tempfile.TemporaryDirectory() as tmp:
-        graded = Path(tmp) / "submission"
-        graded.mkdir()
-        shutil.copy2(EXERCISES / "__init__.py", graded / "__init__.py")
+        staged = Path(tmp) / "staged"
+        staged.mkdir()
         for name in expected_files():
-            shutil.copy2(found.get(name, EXERCISES / name), graded / name)
-        raw = Path(tmp) / "results.json"
-        command = [sys.executable, "-m", "pytest", "autograder", "--impl", str(graded), "--results-json", str(raw),
-                   "-p", "no:cacheprovider"]
+            source = found.get(name)
+            if source is None or source.is_symlink() or not source.is_file():
+                source = EXERCISES / name
+            shutil.copyfile(source, staged / name)
+        graded, left = private_copy(staged, Path(tmp) / "graded")
+        notes += [f"Not graded: {item}." for item in left]
         try:
-            proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
-            output = proc.stdout[-20_000:]
-        except subprocess.TimeoutExpired:
-            output = f"The grader did not finish within {timeout:g} s."
-        try:
-            results = json.loads(raw.read_text())
-        except (OSError, ValueError):
+            done = runner.grade(graded, extra=["--hide", str(root)])
+            results = scorecard.gradescope_results(done)
+        except Exception as exc:  # noqa: BLE001 - the learner must get a valid results.json whatever happens
             results = {"score": 0, "tests": [],
-                       "output": "The grader could not grade this submission. Its last output:\n" + output[-5000:]}
+                       "output": f"The grader could not grade this submission ({type(exc).__name__}); "
+                                 "please tell your instructor."}
     if notes:
         results["output"] = "\n".join(notes) + "\n\n" + results.get("output", "")
-    results_path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    scorecard.write_json(results_path, results)
     return results

@@ -28,18 +28,14 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
-import importlib
-import inspect
-import warnings
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from autograder.course import registry
-from autograder.jupyter import TEST_TIMEOUT
+from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 from autograder.course.regions import EXERCISES, SOLUTIONS, Region, all_regions, has_sources, owners_of, parse
 from autograder.export.stubs import stub_lines
 
@@ -73,24 +69,11 @@ class GradingTest:
 
 @cache
 def grading_tests() -> tuple[GradingTest, ...]:
-    """Every grading test of `autograder/test_*.py`, in file and line order, with its task marker."""
-    tests = []
-    for path in sorted(GRADER_DIR.glob("test_*.py")):
-        with warnings.catch_warnings():  # outside `pytest autograder` the markers are not registered: no matter here
-            warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
-            module = importlib.import_module(f"autograder.{path.stem}")
-        functions = [f for name, f in vars(module).items() if name.startswith("test_") and inspect.isfunction(f)]
-        for function in sorted(functions, key=lambda f: f.__code__.co_firstlineno):
-            marks = {mark.name: mark for mark in getattr(function, "pytestmark", [])}
-            if "parametrize" in marks:
-                raise NotImplementedError(f"{path.name}::{function.__name__}: a notebook cell per parametrized case "
-                                          "is not supported; give each case its own test")
-            task = marks["task"]
-            doc = (function.__doc__ or "").strip()
-            description = doc.splitlines()[0].rstrip(".") if doc else function.__name__[5:].replace("_", " ")
-            tests.append(GradingTest(function.__name__, task.args[0], task.kwargs["points"], task.kwargs["hint"],
-                                     "hidden" in marks, description))
-    return tuple(tests)
+    """Every grading test, in collection order, with its task marker (the grader's own catalogue)."""
+    from autograder.grading.runner import catalogue
+
+    return tuple(GradingTest(r.nodeid.rsplit("::", 1)[-1], r.task, r.points, r.hint, r.hidden, r.description)
+                 for r in catalogue().tests)
 
 
 def lesson_tests(lesson: int) -> list[GradingTest]:
@@ -312,11 +295,13 @@ c = get_config()  # noqa: F821 - nbgrader provides it
 c.CourseDirectory.course_id = "backprop-course"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 
-# The first check cell of a notebook grades the whole lesson in one run of the grader: every test
-# at its time limit ({per_test:g} s unless AUTOGRADER_TIMEOUT says otherwise; an endless loop costs
-# only its test), {most} tests in the largest lesson, and start-up.
+# The first check cell of a notebook grades the whole lesson in one run of the grader: every check
+# at its time limit ({per_test:g} s unless AUTOGRADER_TIMEOUT says otherwise), {most} checks in the
+# largest lesson, and start-up: the grader's own budget.
+from autograder.grading.limits import lesson_budget  # noqa: E402
+
 per_test = float(os.environ.get("AUTOGRADER_TIMEOUT") or {per_test:g})
-c.ExecutePreprocessor.timeout = int({most} * (per_test + 5) + 120)
+c.ExecutePreprocessor.timeout = lesson_budget({most}, per_test)
 
 # nbgrader replaces each solution region with this stub (its default, given here to be explicit).
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}

@@ -1,13 +1,16 @@
-"""Grade a whole class: every submission folder in its own process, in parallel, into one CSV gradebook.
+"""Grade a whole class: every submission in its own grader process, in parallel, into one CSV gradebook.
 
 `python -m autograder batch SUBMISSIONS_DIR --out grades.csv` grades each
-sub-folder of SUBMISSIONS_DIR (laid out like `exercises/`) with
-`pytest autograder --impl FOLDER` in a separate process with a wall-time and
-memory cap, `--jobs` at a time. Each submission's results.json and log are
-kept in `grades.results/`; its CSV row is written as soon as it is done. Run
-the command again and it resumes: submissions that already have a row are not
-graded again. A submission that times out or crashes the grader gets a row
-that says so, with 0 points.
+sub-folder of SUBMISSIONS_DIR (laid out like `exercises/`), `--jobs` at a
+time. Each submission is first copied (its regular `.py` files only) into a
+private folder, then graded by `python -m autograder grade` (the one runner)
+in a process of its own with a wall-time cap; the learner's code runs in that
+grader's sandboxed workers, which cannot see the other submissions, the
+gradebook or the grader. The grader saves its results after every check, so a
+submission stopped at the wall time keeps the checks it finished. Only this
+process writes the gradebook: one row per submission, as soon as it is done.
+Run the command again and it resumes: submissions that already have a row are
+not graded again.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -26,16 +32,17 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO
+from autograder.grading.results import STATUSES, Results
 
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log
-
+MAX_FILE = 1_000_000  # bytes of one submitted file copied for grading
 
 @dataclass
 class Outcome:
     name: str
     status: str  # graded, timed out, crashed
     seconds: float
-    results: dict | None
+    results: Results | None
     note: str = ""
 
     def row(self, max_score: int) -> dict[str, object]:
@@ -43,14 +50,14 @@ class Outcome:
         per_lesson = {f"lesson {lesson.number}": 0 for lesson in lessons}
         total = 0
         if self.results:
-            for test in self.results["tests"]:
-                per_lesson[f"lesson {registry.task(test['number']).lesson}"] += test["score"]
-                total += test["score"]
+            for test in self.results.tests:
+                per_lesson[f"lesson {registry.task(test.task).lesson}"] += test.earned
+                total += test.earned
         note = self.note
-        if self.results and not note:
-            statuses = list(self.results.get("extra_data", {}).get("status", {}).values())
-            note = ", ".join(f"{statuses.count(s)} {s}" for s in ("passed", "not started", "failed", "error",
-                                                                  "timed out") if statuses.count(s)) + " (tasks)"
+        if self.results:
+            statuses = [t.status for t in self.results.tasks]
+            counts = ", ".join(f"{statuses.count(s)} {s}" for s in STATUSES if statuses.count(s)) + " (tasks)"
+            note = f"{note}; {counts}" if note else counts
         return {"submission": self.name, "status": self.status, "total": total, "max": max_score,
                 **per_lesson, "seconds": round(self.seconds, 1), "note": note}
 
@@ -60,50 +67,71 @@ def columns() -> list[str]:
     return ["submission", "status", "total", "max", *lessons, "seconds", "note"]
 
 
-def _limit(memory_mb: int):
-    def apply() -> None:
-        os.setsid()  # its own process group: everything it starts is stopped with it
-        if memory_mb:
-            import resource
+def private_copy(folder: Path, into: Path) -> tuple[Path, list[str]]:
+    """Copy the submission's regular `.py` files (no symbolic links, none too large); return the copy and what was left."""
+    copy = into / folder.name
+    copy.mkdir(parents=True)
+    left = []
+    for path in sorted(folder.iterdir()):
+        info = path.lstat()
+        if path.suffix != ".py" or path.name.startswith("."):
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            left.append(f"{path.name} (not a regular file)")
+        elif info.st_size > MAX_FILE:
+            left.append(f"{path.name} (over {MAX_FILE} bytes)")
+        else:
+            shutil.copyfile(path, copy / path.name, follow_symlinks=False)
+    return copy, left
 
-            limit = memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    return apply
 
-
-def grade_one(folder: Path, results_dir: Path, timeout: float, memory_mb: int, test_timeout: float) -> Outcome:
-    """Grade one submission in a child `pytest autograder` process."""
-    results = results_dir / f"{folder.name}.json"
+def grade_one(folder: Path, results_dir: Path, timeout: float, test_timeout: float, memory_mb: int,
+              hidden: list[Path]) -> Outcome:
+    """Grade one submission with the runner, in a grader process of its own; keep what it found if it is stopped."""
+    partial = results_dir / f"{folder.name}.results.json"
+    gradescope = results_dir / f"{folder.name}.json"
     log = results_dir / f"{folder.name}.log"
-    results.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "pytest", "autograder", "--impl", str(folder.resolve()),
-               "--results-json", str(results), "--timeout", str(test_timeout), "-p", "no:cacheprovider"]
+    for path in (partial, gradescope):
+        path.unlink(missing_ok=True)
     start = time.monotonic()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=_limit(memory_mb) if os.name == "posix" else None)
-        try:
-            code = proc.wait(timeout=timeout)
-            status = None
-        except subprocess.TimeoutExpired:
-            code, status = None, "timed out"
-        finally:
-            if os.name == "posix":
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # whatever the submission left running
-                except ProcessLookupError:
-                    pass
-            proc.wait()
+    with tempfile.TemporaryDirectory(prefix="autograder-batch-") as tmp:
+        copy, left = private_copy(folder, Path(tmp))
+        command = [sys.executable, "-m", "autograder", "grade", "--impl", str(copy), "--results-file", str(partial),
+                   "--results-json", str(gradescope), "--check-timeout", str(test_timeout),
+                   "--memory-limit", str(memory_mb)]
+        command += [arg for path in hidden for arg in ("--hide", str(path))]
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            try:
+                code, status = proc.wait(timeout=timeout), None
+            except subprocess.TimeoutExpired:
+                code, status = None, "timed out"
+            finally:
+                if os.name == "posix":
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)  # the grader; its workers die with it
+                    except ProcessLookupError:
+                        pass
+                proc.wait()
     seconds = time.monotonic() - start
     _keep_tail(log)
+    results = _read(partial)
+    skipped = f"; not graded: {', '.join(left)}" if left else ""
     if status == "timed out":
-        return Outcome(folder.name, status, seconds, None, f"the grader did not finish within {timeout:g} s")
+        kept = f"; kept the {sum(t.status != 'not started' for t in results.tests)} checks it finished" if results else ""
+        return Outcome(folder.name, status, seconds, results,
+                       f"the grader did not finish within {timeout:g} s{kept}{skipped}")
+    if results is None or not results.complete:
+        return Outcome(folder.name, "crashed", seconds, results, f"the grader exited with code {code}{skipped}")
+    return Outcome(folder.name, "graded", seconds, results, skipped.removeprefix("; "))
+
+
+def _read(path: Path) -> Results | None:
     try:
-        data = json.loads(results.read_text())
-        data["tests"], data["score"]  # noqa: B018 - the shape the gradebook needs
+        return Results.from_json(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
-        return Outcome(folder.name, "crashed", seconds, None, f"the grader exited with code {code} and no results")
-    return Outcome(folder.name, "graded", seconds, data)
+        return None
 
 
 def _keep_tail(log: Path) -> None:
@@ -133,7 +161,8 @@ def batch(submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: in
     todo = [f for f in folders if f.name not in done]
     results_dir = out.with_suffix(".results")
     results_dir.mkdir(parents=True, exist_ok=True)
-    full_marks = _full_marks(results_dir)
+    full_marks = _full_marks()
+    hidden = [submissions.resolve(), out.resolve().parent]
     new_file = not out.exists() or out.stat().st_size == 0
     lock = threading.Lock()
     outcomes = []
@@ -142,7 +171,7 @@ def batch(submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: in
         if new_file:
             writer.writeheader()
             f.flush()
-        futures = [pool.submit(grade_one, folder, results_dir, timeout, memory_mb, test_timeout) for folder in todo]
+        futures = [pool.submit(grade_one, folder, results_dir, timeout, test_timeout, memory_mb, hidden) for folder in todo]
         bar = _progress(len(folders), len(done), progress)
         for future in as_completed(futures):
             outcome = future.result()
@@ -156,15 +185,11 @@ def batch(submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: in
     return outcomes
 
 
-def _full_marks(results_dir: Path) -> int:
-    """The maximum score: the points of every grading test, read off a collection-only run."""
-    path = results_dir / ".max_score.json"
-    subprocess.run([sys.executable, "-m", "pytest", "autograder", "--collect-only", "-q", "-p", "no:cacheprovider",
-                    "--results-json", str(path)], cwd=REPO, capture_output=True, check=False)
-    try:
-        return json.loads(path.read_text())["max_score"]
-    except (OSError, ValueError, KeyError):
-        return 0
+def _full_marks() -> int:
+    """The maximum score: the points of every grading test, as pytest collects them."""
+    from autograder.grading.runner import catalogue
+
+    return catalogue().max_score
 
 
 def _progress(total: int, initial: int, enabled: bool):

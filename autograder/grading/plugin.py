@@ -26,22 +26,20 @@ import json
 import os
 import stat
 import sys
-import time
 from functools import cache
 from pathlib import Path
 
 import pytest
 
 from autograder.course import registry
-from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, has_sources, module_of, owners_of
+from autograder.course.regions import REPO, SOLUTIONS, all_regions, has_sources, module_of, owners_of
 from autograder.grading import sandbox, scorecard, workers
+from autograder.grading.limits import CHECK_TIMEOUT, KILL_GRACE, MEMORY_LIMIT_MB
 from autograder.grading.results import Results, TestResult
 from autograder.grading.worker import to_plain
 from autograder.kit.checks import CheckFailed
 from autograder.kit.scenario import SCENARIO_FLAG
 
-CHECK_TIMEOUT = 10.0  # seconds per call into the learner's code; an endless loop costs one such wait per task
-MEMORY_LIMIT_MB = 4096  # per worker; a worker with torch loaded uses well under 1 GB
 MAX_SOURCE = 1_000_000  # bytes of one learner file
 GRADER = pytest.StashKey["Grader"]()
 RECORDED = Path(__file__).resolve().parents[1] / "lessons" / "reference_answers.json"
@@ -67,6 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="how the learner's code is shut in (default: the best this system allows)")
     group.addoption("--workers", choices=("fork", "spawn"), default="fork",
                     help="fork workers from a warm process (default where possible), or spawn fresh ones")
+    group.addoption("--hide", action="append", default=[], metavar="PATH",
+                    help="a folder the learner's code must not see (repeatable; the grader's own are always hidden)")
     group.addoption("--record-reference", metavar="PATH", help=argparse_suppress())
 
 
@@ -150,14 +150,14 @@ class Grader:
 
     def start_workers(self) -> None:
         preload = ["torch"] if any(module_of(t) == "torch_bridge" for t in self.results.selected) else []
-        hidden = [str(REPO), str(self.root.parent), "/autograder"]
+        hidden = [str(REPO), str(self.root.parent), "/autograder", *self.config.getoption("hide")]
         for option in ("results_json", "results_file"):
             if self.config.getoption(option):
                 hidden.append(str(Path(self.config.getoption(option)).resolve().parent))
         self.workers = workers.Workers(self.level, self.memory_mb, sandbox.hidden_paths(hidden), preload,
                                        self.config.getoption("workers"))
         for task_id in self.results.selected:
-            self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + workers.KILL_GRACE)
+            self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + KILL_GRACE)
 
     def stop_workers(self) -> None:
         if self.workers:
@@ -177,10 +177,10 @@ class Grader:
             raise LearnerError(failure)
         worker = self.workers.get(task_id)
         if worker.dead:  # the previous check crashed it: a fresh worker for the task's other checks
-            self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + workers.KILL_GRACE)
+            self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + KILL_GRACE)
             self.loaded.discard(task_id)
             worker = self.workers.get(task_id)
-        limit = self.timeout + workers.KILL_GRACE
+        limit = self.timeout + KILL_GRACE
         if task_id not in self.loaded:
             self.loaded.add(task_id)
             reply = self._call(worker, {"op": "load", "timeout": self.timeout}, limit, task_id, load=True)
@@ -482,22 +482,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if grader.recording is not None:
         Path(session.config.getoption("record_reference")).write_text(
             json.dumps(grader.recording, indent=1, sort_keys=True) + "\n")
-    if grader.results.tests and all(t.status == "passed" for t in grader.results.tests):
-        session.exitstatus = pytest.ExitCode.OK
+    _save_progress(grader)
+    path = session.config.getoption("results_json")
+    if path:
+        scorecard.write_json(Path(path), scorecard.gradescope_results(grader.results))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    grader = config.stash[GRADER]
-    results = grader.results
-    card = scorecard.scorecard(results.tasks, results.graded, results.impl_option, isolation=results.isolation)
     terminalreporter.write_line("")
-    for line in card.splitlines():
+    for line in scorecard.text(config.stash[GRADER].results).splitlines():
         terminalreporter.write_line(line)
-    _save_progress(grader)
-    path = config.getoption("results_json")
-    if path:
-        scorecard.write_json(Path(path), scorecard.gradescope_results(results.tasks, card, results.isolation))
 
-
-# the names the grading tests' conftest re-exports
-__all__ = ["EXERCISES", "Learner", "LearnerError", "Reference", "time"]

@@ -12,6 +12,12 @@ the grader kills it, everything it started dies with it. It cannot see,
 signal or trace the grader, reach the network, or write a file outside its
 private /tmp.
 
+`user` (root, but the system forbids new namespaces: some containers). As
+`sandbox` without the namespaces: its own uid, no processes or threads, the
+limits; the grader's files are protected only by their permissions (the
+Gradescope bundle's `setup.sh` makes them unwritable), and it can see other
+processes but not signal them.
+
 `processes` (no root: a learner's laptop). The same split between the grader
 and the worker, with the memory cap, the time limits, and a process group of
 its own that is killed with the check; but the worker runs as the learner's
@@ -31,12 +37,8 @@ import os
 import signal
 import sys
 
-SANDBOX, PROCESSES = "sandbox", "processes"
-LEVELS = (SANDBOX, PROCESSES)
-GUARANTEES = {
-    SANDBOX: "own user, PID/mount/network namespaces, grader files hidden, no processes, whole-tree limits",
-    PROCESSES: "separate processes with time and memory limits; same user as the grader",
-}
+SANDBOX, USER, PROCESSES = "sandbox", "user", "processes"
+LEVELS = (SANDBOX, USER, PROCESSES)
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
@@ -48,8 +50,8 @@ PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 
 def best_level() -> str:
     """The strongest level this process can set up."""
-    if sys.platform == "linux" and os.geteuid() == 0 and _can_unshare():
-        return SANDBOX
+    if sys.platform == "linux" and os.geteuid() == 0:
+        return SANDBOX if _can_unshare() else USER
     return PROCESSES
 
 
@@ -103,14 +105,14 @@ def shut_in(level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: in
             if os.path.isdir(path):
                 _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
                                   b"size=64m,mode=1777"), f"private {path}")
-    else:
+    elif level == PROCESSES:
         os.setpgid(0, 0)  # a group of its own, killed with the check
     if memory_mb and sys.platform == "linux":  # macOS does not enforce RLIMIT_AS
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_mb << 20, file_mb << 20))
-    if level == SANDBOX:
+    if level in (SANDBOX, USER):
         resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
         os.setgroups([])
         os.setresgid(uid, uid, uid)

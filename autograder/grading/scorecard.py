@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from autograder.course import registry
-from autograder.grading.results import SYMBOL, TaskResult
+from autograder.grading.results import SYMBOL, Results, TaskResult
 
 def page_link(task_id: str) -> str:
     return f"{registry.LESSON_OF[task_id].page}#{registry.task(task_id).anchor}"
@@ -58,8 +58,16 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
     return "\n".join(line.rstrip() for line in out)
 
 
-def gradescope_results(tasks: list[TaskResult], card: str, isolation: str = "") -> dict:
-    """Gradescope's results.json: one entry per task, numbered by task id."""
+def text(results: Results, hide_hidden: bool = False) -> str:
+    """The scorecard of a run."""
+    return scorecard(results.tasks, results.graded, results.impl_option, isolation=results.isolation,
+                     hide_hidden=hide_hidden)
+
+
+def gradescope_results(results: Results) -> dict:
+    """Gradescope's results.json: one entry per task, numbered by task id; hidden checks show name and status only."""
+    tasks, isolation = results.tasks, results.isolation
+    card = text(results, hide_hidden=True)
     tests = []
     for t in tasks:
         lines = [f"{t.status}: {t.earned}/{t.points} points"]
@@ -84,7 +92,8 @@ def gradescope_results(tasks: list[TaskResult], card: str, isolation: str = "") 
         "stdout_visibility": "hidden",
         "tests": tests,
         "extra_data": {"status": {t.task.id: t.status for t in tasks}, "isolation": isolation,
-                       "results": [asdict(r) for t in tasks for r in t.tests]},
+                       "results": [{**asdict(r), "message": "" if r.hidden else r.message}
+                                   for t in tasks for r in t.tests]},
     }
 
 

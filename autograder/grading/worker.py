@@ -222,8 +222,8 @@ def run_worker(sock: socket.socket, options: dict, pid_frame: bool = True) -> No
                 sock.close()
                 os.waitpid(child, 0)
                 os._exit(0)
-        else:
-            wire.send(sock, {"pid": os.getpid(), "group": True})
+        else:  # `user` cannot start processes: its pid is its whole tree; `processes` has a group of its own
+            wire.send(sock, {"pid": os.getpid(), "group": level == sandbox.PROCESSES})
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # C-level printing goes nowhere; Python-level printing is captured per call

@@ -34,13 +34,23 @@ import threading
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from autograder.course import registry
-from autograder.grading.loading import hybrid_value, reference, where_in
-from autograder.grading.plugin import TEST_TIMEOUT
 from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, owners_of, solution_files
+from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
+from autograder.grading.limits import lesson_budget as _budget
+from autograder.grading.loading import guarded_builtins, hybrid_value, where_in
+from autograder.grading.results import Results
+
+
+def reference(module: str) -> types.ModuleType:
+    """The reference module (the notebooks explore your code next to it, in your own kernel)."""
+    import importlib
+
+    return importlib.import_module(f"solutions.{module}")
 
 GRADER_DIR = Path(__file__).resolve().parent
 TIMEOUT_VARIABLE = "AUTOGRADER_TIMEOUT"  # set it to change the time limit of each check (seconds)
@@ -127,6 +137,7 @@ def execute(source: str, filename: str, module: str, seconds: float = TEST_TIMEO
     pkg.__path__ = []
     mod = types.ModuleType(f"{package}.{module}")
     mod.__file__, mod.__package__ = filename, package
+    mod.__builtins__ = guarded_builtins()  # the same import guard as the grader's loader
     installed = {package: pkg, mod.__name__: mod}
     known = {path.stem for path in solution_files()}  # (a student edition ships the reference as bytecode)
     installed.update({f"{package}.{sib}": reference(sib) for sib in sorted(siblings) if sib != module and sib in known})
@@ -157,7 +168,7 @@ def public_names(mod: types.ModuleType, methods: frozenset[str] | None = None, h
              if not k.startswith("_") and k != "annotations" and not isinstance(v, types.ModuleType)}
     own_value = names.get("Value")
     if hybrid and isinstance(own_value, type) and own_value.__module__ == mod.__name__:
-        names["Value"] = hybrid_value(mod, _methods(own_value) if methods is None else methods)
+        names["Value"] = hybrid_value(reference("engine"), mod, _methods(own_value) if methods is None else methods)
     return names
 
 
@@ -192,7 +203,7 @@ def _message(exc: BaseException, root: Path, task_ids: list[str]) -> str:
         if other and other[1] not in task_ids and other[1] in registry.TASKS:
             return f"*waits for task {other[1]}* (`{registry.task(other[1]).title}`), which this lesson's code runs through"
         return f"*not started yet* (`{exc or 'NotImplementedError'}`)"
-    where = where_in(exc, root)
+    where = where_in(exc, {str(p) for p in Path(root).glob("*.py")})[0]
     text = f"{type(exc).__name__}: {exc}"
     return f"*raised* `{text[:300]}`" + (f" at `{where}`" if where else "")
 
@@ -259,8 +270,10 @@ class Lesson:
 
     def grade(self) -> None:
         """Print the scorecard of this lesson: `pytest autograder --lesson N` on your folder."""
-        done = run_grader(self.root, self.lesson.number)
-        print(done.stdout if "Scorecard" in done.stdout else done.stdout + done.stderr)
+        from autograder.grading.scorecard import text
+
+        with tempfile.TemporaryDirectory() as tmp:
+            print(text(run_grader(self.root, self.lesson.number, Path(tmp) / "results.json")))
 
 
 # -------------------------------------------------------------------------------------- the nbgrader check cells
@@ -270,25 +283,27 @@ def check_timeout() -> float:
 
 
 def lesson_budget(tests: int, per_test: float | None = None) -> int:
-    """Seconds one grading run of a lesson may take: every test at its time limit (and a kill's grace), plus start-up."""
-    return int(tests * ((per_test or check_timeout()) + 5) + 60)
+    """Seconds one grading run of a lesson may take (the grader's own formula)."""
+    return _budget(tests, per_test or check_timeout())
 
 
-def run_grader(impl: Path, lessons: int | list[int], results_json: Path | None = None, timeout: float | None = None,
-               per_test: float | None = None) -> subprocess.CompletedProcess:
-    """`pytest autograder --impl IMPL --lesson N` (for each of `lessons`) in a fresh process, from the repository root."""
+def run_grader(impl: Path, lessons: int | list[int], results_file: Path, timeout: float | None = None,
+               per_test: float | None = None) -> Results:
+    """Grade `impl` for `lessons` with the one runner, in a fresh process (the kernel stays free of pytest)."""
     folder = Path(impl).resolve()
     named = {EXERCISES.resolve(): "exercises", SOLUTIONS.resolve(): "solutions"}.get(folder, str(folder))
-    command = [sys.executable, "-m", "pytest", str(GRADER_DIR), "--impl", named, "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "autograder", "grade", "--impl", named, "--results-file", str(results_file)]
     for lesson in [lessons] if isinstance(lessons, int) else lessons:
         command += ["--lesson", str(lesson)]
-    if results_json:
-        command += ["--results-json", str(results_json)]
     if per_test or os.environ.get(TIMEOUT_VARIABLE):
-        command += ["--timeout", f"{per_test or check_timeout():g}"]
+        command += ["--check-timeout", f"{per_test or check_timeout():g}"]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run(command, check=False, cwd=GRADER_DIR.parent, capture_output=True, text=True, timeout=timeout,
-                          env=env)
+    done = subprocess.run(command, check=False, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
+    try:
+        return Results.from_json(json.loads(Path(results_file).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        raise RuntimeError(f"the grader wrote no results (exit {done.returncode}):\n"
+                           f"{(done.stdout + done.stderr)[-2000:]}") from None
 
 
 class Checks:
@@ -328,15 +343,12 @@ class Checks:
 
     def _grade(self) -> dict[str, dict]:
         with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "results.json"
             try:
-                done = run_grader(self.folder, self.lesson.number, out, timeout=lesson_budget(self.tests))
+                results = run_grader(self.folder, self.lesson.number, Path(tmp) / "results.json",
+                                     timeout=lesson_budget(self.tests))
             except subprocess.TimeoutExpired as exc:
                 raise RuntimeError(f"grading lesson {self.lesson.number} took longer than {exc.timeout:g} s") from None
-            if not out.exists():
-                raise RuntimeError(f"the grader wrote no results (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
-            data = json.loads(out.read_text(encoding="utf-8"))
-        return {r["nodeid"].rsplit("::", 1)[-1]: r for r in data["extra_data"]["results"]}
+        return {r.nodeid.rsplit("::", 1)[-1]: asdict(r) for r in results.tests}
 
     def __call__(self, test: str) -> None:
         __tracebackhide__ = True  # IPython shows the check's line, not this function

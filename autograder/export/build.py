@@ -1,0 +1,83 @@
+"""`python -m autograder build [--check]`: regenerate, or check, every file generated from the single source.
+
+The generated files, and what they are made from:
+
+- the task list in each solution file's module docstring (the registry and the solution markers);
+- `exercises/*.py`, the stubs, and their manifest (the solutions; a file the learner changed is never replaced);
+- `exercises/notebooks/lessonNN.ipynb`, the learner notebooks (the registry and the solutions);
+- `.github/classroom/classroom.yml`, the learners' Classroom workflow template (the registry and the tests' points).
+
+With `--check` nothing is written; the command lists what is out of date and exits 1.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autograder.course import registry
+from autograder.course.regions import SOLUTIONS, all_regions, has_sources
+
+TASK_LIST = re.compile(r"^Tasks in this file.*?(?=\n\n(?!- )|\n*\Z)", re.S | re.M)
+HEADING = "Tasks in this file (the list is written by `python -m autograder build`):"
+
+
+def task_list(module: str) -> str:
+    """The docstring block that lists a solution file's tasks, one line each."""
+    ids = sorted({t for r in all_regions() if r.module == module for t in r.tasks}, key=registry.sort_key)
+    return "\n".join([HEADING, "", *(f"- {t} {registry.task(t).title}" for t in ids)])
+
+
+def with_task_list(text: str, module: str) -> str:
+    """The solution file's text with its docstring's task list regenerated."""
+    start, end = text.index('"""') + 3, text.index('"""', text.index('"""') + 3)
+    doc = text[start:end]
+    block = task_list(module)
+    new_doc = TASK_LIST.sub(lambda _: block, doc, count=1) if TASK_LIST.search(doc) else doc.rstrip() + "\n\n" + block
+    if not new_doc.endswith("\n"):
+        new_doc += "\n"
+    return text[:start] + new_doc + text[end:]
+
+
+def stale_docstrings() -> dict[Path, str]:
+    """Solution files whose task list is out of date, with their regenerated text."""
+    if not has_sources():
+        return {}
+    out = {}
+    for path in sorted(SOLUTIONS.glob("*.py")):
+        if path.stem == "__init__" or not any(r.module == path.stem for r in all_regions()):
+            continue
+        text = path.read_text()
+        new = with_task_list(text, path.stem)
+        if new != text:
+            out[path] = new
+    return out
+
+
+def build(check: bool) -> tuple[list[str], list[str]]:
+    """Regenerate (or with `check`, compare) every generated file; return (done or stale, refused)."""
+    from autograder.export import classroom, notebooks
+    from autograder.export import stubs as sync
+
+    changed, refused = [], []
+    docstrings = stale_docstrings()
+    changed += [f"{p.relative_to(SOLUTIONS.parent)} (task list)" for p in docstrings]
+    if not check:
+        for path, text in docstrings.items():
+            path.write_text(text)
+        all_regions.cache_clear()
+    if check:
+        changed += [diff.splitlines()[0] if diff else "exercises/" for diff in sync.check()]
+        changed += [f"exercises/notebooks/{name}" for name in notebooks.stale_learner_notebooks()]
+    else:
+        written, refused = sync.sync()
+        changed += [f"exercises/{name}" for name in written]
+        changed += [f"exercises/notebooks/{name}" for name in notebooks.write_learner_notebooks()]
+    template = classroom.workflow(classroom.points_per_lesson())
+    current = classroom.TEMPLATE.read_text() if classroom.TEMPLATE.exists() else ""
+    if template != current:
+        changed.append(str(classroom.TEMPLATE.relative_to(SOLUTIONS.parent)))
+        if not check:
+            classroom.TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
+            classroom.TEMPLATE.write_text(template)
+    return changed, refused

@@ -1,0 +1,13 @@
+"""The grader's time and memory limits, in one place (the plugin, the notebooks and nbgrader's settings read them)."""
+
+from __future__ import annotations
+
+CHECK_TIMEOUT = 10.0  # seconds per call into the learner's code; an endless loop costs one such wait per task
+KILL_GRACE = 1.0  # seconds past a call's own limit before its worker is killed (its alarm says where it was)
+MEMORY_LIMIT_MB = 4096  # per worker; a worker with torch loaded uses well under 1 GB
+START_UP = 60  # seconds for a grading run to start (imports, workers)
+
+
+def lesson_budget(tests: int, per_check: float = CHECK_TIMEOUT) -> int:
+    """Seconds one grading run of `tests` checks may take: each at its limit and a kill's grace, plus start-up."""
+    return int(tests * (per_check + KILL_GRACE) + START_UP)

@@ -1,0 +1,62 @@
+"""The one way to grade: `grade()` runs `pytest autograder` in this process and returns its `Results`.
+
+The command line (`pytest autograder ...`) is the same run started by pytest
+itself; batch grading, the Gradescope bundle, the notebooks and the site's
+build call `grade()` (or `python -m autograder grade`, which calls it), so
+every place that grades gets the same results object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from autograder.course.regions import REPO
+from autograder.grading.results import Results
+
+
+class _Catch:
+    """A pytest plugin object that keeps the run's config, to read the results from it afterwards."""
+
+    config: pytest.Config | None = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
+
+
+def grade(impl: str | Path = "exercises", *, lessons: list[int] = (), tasks: list[str] = (),
+          check_timeout: float | None = None, memory_mb: int | None = None, isolation: str = "auto",
+          results_json: Path | None = None, results_file: Path | None = None, quiet: bool = True,
+          extra: list[str] = ()) -> Results:
+    """Grade `impl` (`exercises`, `solutions` or a folder); raise RuntimeError if the grader could not run."""
+    args = [str(REPO / "autograder"), "--rootdir", str(REPO), "-p", "no:cacheprovider", "--impl", str(impl),
+            "--isolation", isolation]
+    args += [f"--lesson={n}" for n in lessons] + [f"--task={t}" for t in tasks]
+    if check_timeout is not None:
+        args += ["--check-timeout", str(check_timeout)]
+    if memory_mb is not None:
+        args += ["--memory-limit", str(memory_mb)]
+    if results_json:
+        args += ["--results-json", str(results_json)]
+    if results_file:
+        args += ["--results-file", str(results_file)]
+    args += list(extra)
+    args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    catch = _Catch()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out) if quiet else contextlib.nullcontext():
+        code = pytest.main(args, plugins=[catch])
+    from autograder.grading.plugin import GRADER
+
+    if catch.config is None or GRADER not in catch.config.stash or code in (
+            pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED):
+        raise RuntimeError(f"the grader could not run (exit {int(code)}):\n{out.getvalue()[-3000:]}")
+    return catch.config.stash[GRADER].results
+
+
+def catalogue() -> Results:
+    """Every grading test with its task, points and hint, as pytest collects them (nothing is run)."""
+    return grade("solutions", extra=["--collect-only"])

@@ -1,0 +1,98 @@
+"""CONTRIBUTING's recipe works: a new task is four hand-edited files and one `build`, then it is graded.
+
+In a temporary copy of the repository the test adds task 1.4 (a second-order
+difference) exactly as the recipe says: its code in `solutions/`, its title
+and hints in the registry, its check in the lesson's grading tests, its
+heading on the page. `python -m autograder build` writes every generated
+file, `build --check` is then clean, and the grader grades the new task:
+full marks for the reference, "not started" for the fresh stub.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+from .conftest import REPO
+
+SOLUTION = '''
+
+def second_difference(fn: Callable[[float], float], x: float, h: float = 1e-4) -> float:
+    """Estimate fn''(x) from a step either side, (fn(x + h) - 2 fn(x) + fn(x - h)) / h² (task 1.4)."""
+    ### BEGIN SOLUTION (task 1.4)
+    _check_step(h)
+    return (fn(x + h) - 2 * fn(x) + fn(x - h)) / h**2
+    ### END SOLUTION
+'''
+REGISTRY = '''        ("1.4", "second_difference", [
+            "The slope of the slope: compare the steps on either side of x.",
+            "Add fn on both sides, take away twice the middle, divide by h squared.",
+        ]),
+'''
+GRADING_TEST = '''
+
+@scenario
+def second_difference_of_a_cubic(impl, x):
+    return impl.derivatives.second_difference(lambda t: t**3, x)
+
+
+@pytest.mark.hidden
+@pytest.mark.task("1.4", points=2, hint="(fn(x + h) - 2*fn(x) + fn(x - h)) / h**2")
+def test_second_difference_of_a_cubic(learner):
+    """the second difference of x³ is 6x"""
+    for x in (0.5, -2.0):
+        expect_close(learner.run(second_difference_of_a_cubic, x), 6 * x, "second_difference(x**3, x)", f"x = {x}",
+                     rel=1e-4, abs_tol=1e-4)
+'''
+PAGE = """
+
+### Task 1.4 · `second_difference` {#task-1-4}
+
+<!-- course: task 1.4 -->
+"""
+
+HAND_EDITED = ("solutions/derivatives.py", "autograder/course/registry.py", "autograder/lessons/test_01_derivatives.py",
+               "course/01-derivatives.md")
+
+
+def _copy_repository(target):
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (REPO / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, target / name)
+
+
+def _edit(root, name, edit):
+    path = root / name
+    path.write_text(edit(path.read_text()))
+
+
+def test_a_new_task_takes_four_files_and_one_build(tmp_path):
+    root = tmp_path / "course"
+    _copy_repository(root)
+    _edit(root, HAND_EDITED[0], lambda text: text + SOLUTION)
+    anchor = '            "Check h > 0 (ValueError) and that i names an argument (IndexError).",\n        ]),\n'
+    _edit(root, HAND_EDITED[1], lambda text: text.replace(anchor, anchor + REGISTRY, 1))
+    _edit(root, HAND_EDITED[2], lambda text: text + GRADING_TEST)
+    _edit(root, HAND_EDITED[3], lambda text: text + PAGE)
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+
+    stale = run("-m", "autograder", "build", "--check")
+    assert stale.returncode == 1 and "exercises/derivatives.py" in stale.stdout + stale.stderr
+    built = run("-m", "autograder", "build")
+    assert built.returncode == 0, built.stdout + built.stderr
+    clean = run("-m", "autograder", "build", "--check")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert 'raise NotImplementedError("task 1.4: second_difference")' in (root / "exercises/derivatives.py").read_text()
+    assert "1.4 second_difference" in (root / "solutions/derivatives.py").read_text()  # the docstring's task list
+
+    reference = run("-m", "pytest", "autograder", "--impl", "solutions", "--task", "1.4")
+    assert reference.returncode == 0 and "Every graded task passes" in reference.stdout, reference.stdout[-3000:]
+    fresh = run("-m", "pytest", "autograder", "--task", "1.4")
+    assert "1.4  second_difference" in fresh.stdout and "not started" in fresh.stdout, fresh.stdout[-3000:]
