@@ -46,6 +46,7 @@ class Region:
         return self.tasks[0]
 
 
+@cache
 def parse(text: str, module: str, filename: str = "<solution>") -> list[Region]:
     """Find the regions of one solution file, checking that markers pair up and sit inside a function."""
     owners = _owners_by_line(text, filename)

@@ -149,15 +149,18 @@ class Grader:
         }
 
     def start_workers(self) -> None:
-        preload = ["torch"] if any(module_of(t) == "torch_bridge" for t in self.results.selected) else []
         hidden = [str(REPO), str(self.root.parent), "/autograder", *self.config.getoption("hide")]
         for option in ("results_json", "results_file"):
             if self.config.getoption(option):
                 hidden.append(str(Path(self.config.getoption(option)).resolve().parent))
-        self.workers = workers.Workers(self.level, self.memory_mb, sandbox.hidden_paths(hidden), preload,
+        self.workers = workers.Workers(self.level, self.memory_mb, sandbox.hidden_paths(hidden),
                                        self.config.getoption("workers"))
         for task_id in self.results.selected:
-            self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + KILL_GRACE)
+            self.prepare(task_id)
+
+    def prepare(self, task_id: str) -> None:
+        preload = ("torch",) if module_of(task_id) == "torch_bridge" else ()  # the learner's code there uses torch
+        self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + KILL_GRACE, preload)
 
     def stop_workers(self) -> None:
         if self.workers:
@@ -177,7 +180,7 @@ class Grader:
             raise LearnerError(failure)
         worker = self.workers.get(task_id)
         if worker.dead:  # the previous check crashed it: a fresh worker for the task's other checks
-            self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + KILL_GRACE)
+            self.prepare(task_id)
             self.loaded.discard(task_id)
             worker = self.workers.get(task_id)
         limit = self.timeout + KILL_GRACE

@@ -44,6 +44,7 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 0x1000, 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 1, 38, 4
+MNT_DETACH = 2
 FIRST_SANDBOX_UID = 200_000  # far above any real account; a worker's uid adds its forking process's pid (unique)
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 
@@ -105,6 +106,7 @@ def shut_in(level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: in
             if os.path.isdir(path):
                 _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
                                   b"size=64m,mode=1777"), f"private {path}")
+        _keep_reachable(libc, [p for p in _interpreter_paths() if not any(_inside(p, h) for h in hidden)])
     elif level == PROCESSES:
         os.setpgid(0, 0)  # a group of its own, killed with the check
     if memory_mb and sys.platform == "linux":  # macOS does not enforce RLIMIT_AS
@@ -119,6 +121,54 @@ def shut_in(level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: in
         os.setresuid(uid, uid, uid)
         libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     os.chdir("/tmp" if level == SANDBOX else os.environ.get("TMPDIR", "/tmp"))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _interpreter_paths() -> list[str]:
+    """The folders Python imports from: they must stay readable for the worker's user."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if p)}
+    return sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
+
+
+def _blocking_ancestor(path: str) -> str | None:
+    """The outermost folder above `path` that other users may not enter (a home folder such as /root)."""
+    parts = path.strip(os.sep).split(os.sep)
+    for i in range(1, len(parts)):
+        folder = os.sep + os.sep.join(parts[:i])
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
+
+
+def _keep_reachable(libc, paths: list[str]) -> None:
+    """Where Python lives under a folder the worker's user may not enter (pyenv in /root), let it through.
+
+    In the worker's own mount namespace, the closed folder is covered by an
+    empty one that anyone may enter, and the interpreter's folders are bound
+    back in at their usual paths: the rest of the closed folder stays out of sight.
+    """
+    by_ancestor: dict[str, list[str]] = {}
+    for path in paths:
+        ancestor = _blocking_ancestor(path)
+        if ancestor:
+            by_ancestor.setdefault(ancestor, []).append(path)
+    for n, (ancestor, inner) in enumerate(sorted(by_ancestor.items())):
+        stages = []
+        for m, path in enumerate(inner):
+            stage = f"/tmp/.interpreter-{n}-{m}"
+            os.makedirs(stage)
+            _check(libc.mount(path.encode(), stage.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+            stages.append((stage, path))
+        _check(libc.mount(b"tmpfs", ancestor.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755"),
+               f"open {ancestor}")
+        for stage, path in stages:
+            os.makedirs(path, exist_ok=True)
+            _check(libc.mount(stage.encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind back {path}")
+            libc.umount2(stage.encode(), MNT_DETACH)
+            os.rmdir(stage)
 
 
 def hidden_paths(paths: list[str]) -> list[str]:

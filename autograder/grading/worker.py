@@ -276,7 +276,7 @@ def connect(port: int, token: str, options_json: str) -> None:
     """The spawned worker: connect back to the grader on the loopback, prove who it is, then serve."""
     import json
 
-    _preload(json.loads(options_json).get("preload", []))
+    _preload(json.loads(options_json).get("preload", []))  # a spawned worker has no zygote to inherit them from
     sock = socket.create_connection(("127.0.0.1", port))
     sock.sendall(token.encode() + b"\n")
     run_worker(sock, json.loads(options_json))

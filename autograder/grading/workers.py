@@ -44,6 +44,7 @@ class Worker:
     pid: int = 0
     group: bool = False
     dead: bool = False
+    setup: tuple | None = None  # (request, timeout) to send before the first call
     pending: list = field(default_factory=list)  # requests sent ahead (setup) whose replies are not read yet
 
     def call(self, request: dict, timeout: float) -> dict:
@@ -111,16 +112,52 @@ def _wait_gone(pid: int, timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
+class Zygote:
+    """A warm process that forks workers on request (`worker.py zygote`), with some modules already imported."""
+
+    def __init__(self, python: list[str], preload: tuple[str, ...], cwd: str, env: dict):
+        mine, theirs = socket.socketpair()
+        self.process = subprocess.Popen(
+            [*python, "zygote", str(theirs.fileno()), *preload], pass_fds=(theirs.fileno(),), cwd=cwd, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.ctrl = mine
+        self.forking: list[Worker] = []  # asked for, in order; the zygote answers in the same order
+
+    def fork(self, worker: Worker, options: dict) -> None:
+        wire.send(self.ctrl, options)
+        self.forking.append(worker)
+
+    def receive(self, greet) -> None:
+        """Take the next forked worker's socket from the zygote."""
+        worker = self.forking.pop(0)
+        ready = select.select([self.ctrl], [], [], START_TIMEOUT)[0]
+        fds = socket.recv_fds(self.ctrl, 1024, 1)[1] if ready else []
+        if not fds:
+            worker.dead = True
+            return
+        worker.sock = socket.socket(fileno=fds[0])
+        greet(worker)
+
+    def close(self) -> None:
+        self.ctrl.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
 class Workers:
     """All the workers of one grading run."""
 
-    def __init__(self, level: str, memory_mb: int, hidden: list[str], preload: list[str], start: str = "fork"):
-        self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden, "preload": preload}
+    def __init__(self, level: str, memory_mb: int, hidden: list[str], start: str = "fork"):
+        self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden}
         self.start = start if start == "spawn" or not hasattr(os, "fork") else "fork"
         self.workers: dict[str, Worker] = {}
-        self._forking: list[Worker] = []
-        self._zygote: subprocess.Popen | None = None
-        self._ctrl: socket.socket | None = None
+        # one zygote per set of preloaded modules: the tasks that need torch do not make the others wait for it
+        self._zygotes: dict[tuple[str, ...], Zygote] = {}
         self._listener: socket.socket | None = None
         self._spawned: list[subprocess.Popen] = []
         self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
@@ -132,55 +169,32 @@ class Workers:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "AUTOGRADER"))}
         return {**env, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
 
-    def _start_zygote(self) -> None:
-        mine, theirs = socket.socketpair()
-        self._zygote = subprocess.Popen(
-            [*self._python(), "zygote", str(theirs.fileno()), *self.options["preload"]],
-            pass_fds=(theirs.fileno(),), cwd=self._cwd, env=self._env(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        theirs.close()
-        self._ctrl = mine
-
-    def prepare(self, task: str, setup: dict, setup_timeout: float) -> None:
-        """Ask for a worker for `task` now and send its setup; its replies are read at its first call."""
-        worker = Worker(task)
+    def prepare(self, task: str, setup: dict, setup_timeout: float, preload: tuple[str, ...] = ()) -> None:
+        """Ask for a worker for `task` now; its setup is sent, and its replies read, at its first call."""
+        worker = Worker(task, setup=(setup, setup_timeout))
         self.workers[task] = worker
         if self.start == "fork":
-            if self._zygote is None:
-                self._start_zygote()
-            wire.send(self._ctrl, self.options)
-            self._forking.append(worker)
+            if preload not in self._zygotes:
+                self._zygotes[preload] = Zygote(self._python(), preload, self._cwd, self._env())
+            self._zygotes[preload].fork(worker, self.options)
         else:
-            self._spawn(worker)
+            self._spawn(worker, preload)
             self._greet(worker)
-        worker.setup = (setup, setup_timeout)
 
     def get(self, task: str) -> Worker:
         worker = self.workers[task]
-        while worker.sock is None and not worker.dead:
-            self._receive_fork()
-        if hasattr(worker, "setup"):
-            setup, timeout = worker.__dict__.pop("setup")
+        for zygote in self._zygotes.values():
+            while worker.sock is None and not worker.dead and worker in zygote.forking:
+                zygote.receive(self._greet)
+        if worker.setup is not None:
+            setup, timeout = worker.setup
+            worker.setup = None
             try:
                 wire.send(worker.sock, setup)
                 worker.pending.append(timeout)
             except OSError:
                 worker.kill()
         return worker
-
-    def _receive_fork(self) -> None:
-        worker = self._forking.pop(0)
-        ready = select.select([self._ctrl], [], [], START_TIMEOUT)[0]
-        if not ready:
-            worker.dead = True
-            return
-        data, fds, _, _ = socket.recv_fds(self._ctrl, 1024, 1)
-        if not fds:
-            worker.dead = True
-            return
-        worker.sock = socket.socket(fileno=fds[0])
-        self._greet(worker)
 
     def _greet(self, worker: Worker) -> None:
         """The worker's first frame says which pid to kill (its namespace's PID 1, or its process group)."""
@@ -190,14 +204,14 @@ class Workers:
         except (wire.Deadline, wire.Closed, wire.WireError, KeyError, TypeError, ValueError):
             worker.kill()
 
-    def _spawn(self, worker: Worker) -> None:
+    def _spawn(self, worker: Worker, preload: tuple[str, ...]) -> None:
         if self._listener is None:
             self._listener = socket.create_server(("127.0.0.1", 0))
         token = secrets.token_hex(16)
         port = self._listener.getsockname()[1]
         kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32" else {}
         proc = subprocess.Popen(
-            [*self._python(), "connect", str(port), token, json.dumps(self.options)],
+            [*self._python(), "connect", str(port), token, json.dumps({**self.options, "preload": list(preload)})],
             cwd=self._cwd, env=self._env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, **kwargs,
         )
@@ -225,21 +239,16 @@ class Workers:
 
     def close(self) -> None:
         """Kill every worker and the zygote; return when they are all gone."""
-        while self._forking:
-            self._receive_fork()
+        for zygote in self._zygotes.values():
+            while zygote.forking:
+                zygote.receive(self._greet)
         for worker in self.workers.values():
             worker.kill()
         for proc in self._spawned:
             proc.kill()
             proc.wait()
-        if self._ctrl:
-            self._ctrl.close()
-        if self._zygote:
-            try:
-                self._zygote.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._zygote.kill()
-                self._zygote.wait()
+        for zygote in self._zygotes.values():
+            zygote.close()
         if self._listener:
             self._listener.close()
         try:

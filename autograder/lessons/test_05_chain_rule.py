@@ -1,9 +1,10 @@
 """Lesson 5 · The chain rule and a neuron (tasks 5.1 to 5.3).
 
-Every check calls a node's `_backward` closure directly, after setting the
-node's `grad` itself, and reads the children's grads: `backward()` (task 6.1)
+Every scenario calls a node's `_backward` closure directly, after setting the
+node's `grad` itself, and reports the children's grads: `backward()` (task 6.1)
 is never used here. The children's grads start at 0.0 and each child receives
 one contribution, so these checks do not depend on accumulation (task 7.1).
+Expected values are the syllabus's hand values or `math.tanh` on this side.
 """
 
 import math
@@ -12,208 +13,247 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.testkit import expect_value
+from autograder.kit.scenario import data_of, grad_of, scenario, type_name
 
-NEURON = "x1 = 2, x2 = 0, w1 = -3, w2 = 1, b = 6.8813735870195432; n = x1*w1 + x2*w2 + b; o = n.tanh()"
-NEURON_SWEEP = "o.grad = 1.0, then _backward() of o, n, x1*w1 + x2*w2, x2*w2, x1*w1 in that order"
-
+# --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 
 
-def _neuron(impl):
-    """The lesson's neuron, swept backwards by calling each closure in reverse topological order."""
+@scenario
+def tanh_cases(impl, cases):
+    """For each `[x, g]`: t = Value(x).tanh(); then, unless g is None, t.grad = g and t._backward()."""
+    reports = []
+    for x, g in cases:
+        a = impl.Value(x)
+        t = a.tanh()
+        report = {"is_value": isinstance(t, impl.Value), "type": type_name(t)}
+        if report["is_value"]:
+            report.update(data=t.data, op=t._op, prev=t._prev, prev_is_a=t._prev == {a}, input=[a.data, a.grad])
+            if g is not None:
+                t.grad = g
+                t._backward()
+                report.update(a_grad=a.grad, a_data=a.data)
+        reports.append(report)
+    return reports
+
+
+@scenario
+def binary_cases(impl, op, cases, wrap_right=True):
+    """For each `[x, y, g]`: c = a + b or a * b (b the plain number y unless wrap_right), c.grad = g, c._backward()."""
+    reports = []
+    for x, y, g in cases:
+        a = impl.Value(x)
+        b = impl.Value(y) if wrap_right else y
+        c = a + b if op == "+" else a * b
+        report = {"is_value": isinstance(c, impl.Value), "type": type_name(c)}
+        if report["is_value"]:
+            c.grad = g
+            c._backward()
+            report.update(
+                a_grad=a.grad,
+                b_grad=b.grad if wrap_right else None,
+                after=[a.data, b.data if wrap_right else y, c.grad],
+            )
+        reports.append(report)
+    return reports
+
+
+@scenario
+def neuron_swept(impl, x1, x2, w1, w2, b):
+    """The lesson's neuron, swept back by calling each closure in reverse topological order; every node's data, grad."""
     V = impl.Value
-    x1, x2 = V(2.0, label="x1"), V(0.0, label="x2")
-    w1, w2 = V(-3.0, label="w1"), V(1.0, label="w2")
-    b = V(6.8813735870195432, label="b")
+    x1, x2, w1, w2, b = V(x1, label="x1"), V(x2, label="x2"), V(w1, label="w1"), V(w2, label="w2"), V(b, label="b")
     x1w1 = x1 * w1
-    expect_value(x1w1, V, "x1 * w1", NEURON)
+    if not isinstance(x1w1, V):
+        return {"not_a_value": "x1 * w1", "type": type_name(x1w1)}
     x2w2 = x2 * w2
     s = x1w1 + x2w2
-    expect_value(s, V, "x1*w1 + x2*w2", NEURON)
+    if not isinstance(s, V):
+        return {"not_a_value": "x1*w1 + x2*w2", "type": type_name(s)}
     n = s + b
     o = n.tanh()
-    expect_value(o, V, "n.tanh()", NEURON)
+    if not isinstance(o, V):
+        return {"not_a_value": "n.tanh()", "type": type_name(o)}
     o.grad = 1.0
     for node in (o, n, s, x2w2, x1w1):
         node._backward()
-    return dict(x1=x1, x2=x2, w1=w1, w2=w2, b=b, x1w1=x1w1, x2w2=x2w2, s=s, n=n, o=o)
+    nodes = dict(x1=x1, x2=x2, w1=w1, w2=w2, b=b, x1w1=x1w1, x2w2=x2w2, s=s, n=n, o=o)
+    return {name: {"data": data_of(v), "grad": grad_of(v)} for name, v in nodes.items()}
 
 
-def _check_neuron(nodes) -> None:
-    expect_close(nodes["o"].data, 1 / math.sqrt(2), "o.data (= tanh(n) = 1/sqrt(2))", NEURON)
-    expected = [
-        ("n", 0.5, "n.grad (do/dn = 1 - o**2)"),
-        ("s", 0.5, "(x1*w1 + x2*w2).grad"),
-        ("b", 0.5, "b.grad"),
-        ("x1w1", 0.5, "(x1*w1).grad"),
-        ("x2w2", 0.5, "(x2*w2).grad"),
-        ("x1", -1.5, "x1.grad (= w1 * 0.5)"),
-        ("w1", 1.0, "w1.grad (= x1 * 0.5)"),
-        ("x2", 0.5, "x2.grad (= w2 * 0.5)"),
-        ("w2", 0.0, "w2.grad (= x2 * 0.5: zero because x2 is zero)"),
-    ]
-    for name, value, what in expected:
-        expect_close(nodes[name].grad, value, what, f"{NEURON}; {NEURON_SWEEP}")
+# --- judgements: run here, on the trusted side ----------------------------------------------------------------------
+
+NEURON = "x1 = 2, x2 = 0, w1 = -3, w2 = 1, b = 6.8813735870195432; n = x1*w1 + x2*w2 + b; o = n.tanh()"
+NEURON_SWEEP = "o.grad = 1.0, then _backward() of o, n, x1*w1 + x2*w2, x2*w2, x1*w1 in that order"
+NEURON_INPUTS = {"x1": 2.0, "x2": 0.0, "w1": -3.0, "w2": 1.0, "b": 6.8813735870195432}
+NEURON_GRADS = [  # the syllabus's hand values
+    ("n", 0.5, "n.grad (do/dn = 1 - o**2)"),
+    ("s", 0.5, "(x1*w1 + x2*w2).grad"),
+    ("b", 0.5, "b.grad"),
+    ("x1w1", 0.5, "(x1*w1).grad"),
+    ("x2w2", 0.5, "(x2*w2).grad"),
+    ("x1", -1.5, "x1.grad (= w1 * 0.5)"),
+    ("w1", 1.0, "w1.grad (= x1 * 0.5)"),
+    ("x2", 0.5, "x2.grad (= w2 * 0.5)"),
+    ("w2", 0.0, "w2.grad (= x2 * 0.5: zero because x2 is zero)"),
+]
+SHOWN = {"x1w1": "x1*w1", "x2w2": "x2*w2", "s": "x1*w1 + x2*w2"}
+
+
+def expect_a_value(report: dict, what: str, inputs: str) -> None:
+    """Fail (rather than read fields that are not there) when an operation did not return a Value."""
+    expect(report["is_value"], f"type of {what}", "a Value", report["type"], inputs)
+
+
+def check_neuron(learner) -> None:
+    got = learner.run(neuron_swept, **NEURON_INPUTS)
+    if "not_a_value" in got:
+        expect(False, f"type of {got['not_a_value']}", "a Value", got["type"], NEURON)
+    expect_close(got["o"]["data"], 1 / math.sqrt(2), "o.data (= tanh(n) = 1/sqrt(2))", NEURON)
+    # every node's grad in the failure note, so a wrong one can be told from the one it came from
+    grads = ", ".join(f"{SHOWN.get(name, name)} {got[name]['grad']!r}" for name in got)
+    for name, value, what in NEURON_GRADS:
+        expect_close(
+            got[name]["grad"], value, what, f"{NEURON}; {NEURON_SWEEP}", note=f"grads after the sweep: {grads}"
+        )
 
 
 # --- 5.1 tanh -------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.task("5.1", points=1, hint="Forward: Value(math.tanh(self.data), (self,), 'tanh').")
-def test_tanh_forward(impl):
+def test_tanh_forward(learner):
     """a.tanh() is a new Value with data tanh(a), the one child a and op 'tanh'"""
-    for x in (0.5, -1.2, 0.0, 3.0):
+    xs = (0.5, -1.2, 0.0, 3.0)
+    for x, got in zip(xs, learner.run(tanh_cases, [[x, None] for x in xs]), strict=True):
         inputs = f"a = Value({x})"
-        a = impl.Value(x)
-        t = a.tanh()
-        expect_value(t, impl.Value, "a.tanh()", inputs)
-        expect_close(t.data, math.tanh(x), "a.tanh().data", inputs, rel=1e-12)
-        expect(t._prev == {a}, "a.tanh()._prev", "{a}", t._prev, inputs)
-        expect_equal(t._op, "tanh", "a.tanh()._op", inputs)
-        expect_equal((a.data, a.grad), (x, 0.0), "(a.data, a.grad) after a.tanh() (unchanged)", inputs)
+        expect_a_value(got, "a.tanh()", inputs)
+        expect_close(got["data"], math.tanh(x), "a.tanh().data", inputs, rel=1e-12)
+        expect(got["prev_is_a"], "a.tanh()._prev", "{a}", got["prev"], inputs)
+        expect_equal(got["op"], "tanh", "a.tanh()._op", inputs)
+        expect_equal(got["input"], [x, 0.0], "[a.data, a.grad] after a.tanh() (unchanged)", inputs)
 
 
 @pytest.mark.task("5.1", points=2, hint="In _backward: self.grad += (1 - t**2) * out.grad, with t the forward result.")
-def test_tanh_backward(impl):
+def test_tanh_backward(learner):
     """t = a.tanh(); t._backward() gives a.grad = (1 - t**2) * t.grad"""
-    for x, g in ((0.5, 1.0), (-1.2, 2.5), (0.0, -0.75), (2.0, 1.0)):
+    cases = [[0.5, 1.0], [-1.2, 2.5], [0.0, -0.75], [2.0, 1.0]]
+    for (x, g), got in zip(cases, learner.run(tanh_cases, cases), strict=True):
         inputs = f"a = Value({x}), t = a.tanh(), t.grad = {g}, then t._backward()"
-        a = impl.Value(x)
-        t = a.tanh()
-        expect_value(t, impl.Value, "a.tanh()", inputs)
-        t.grad = g
-        t._backward()
-        expect_close(a.grad, (1 - math.tanh(x) ** 2) * g, "a.grad", inputs)
-        expect_equal(a.data, x, "a.data after t._backward() (unchanged)", inputs)
+        expect_a_value(got, "a.tanh()", inputs)
+        expect_close(got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs)
+        expect_equal(got["a_data"], x, "a.data after t._backward() (unchanged)", inputs)
 
 
-@pytest.mark.task("5.1", points=1,
-                  hint="do/dn = 1 - o**2 = 0.5 for the neuron: the tanh closure times the incoming 1.0.")
-def test_neuron_through_tanh(impl):
+@pytest.mark.task(
+    "5.1", points=1, hint="do/dn = 1 - o**2 = 0.5 for the neuron: the tanh closure times the incoming 1.0."
+)
+def test_neuron_through_tanh(learner):
     """the lesson's neuron: o = 0.7071, do/dn = 0.5 and the leaves' grads (your tanh)"""
-    _check_neuron(_neuron(impl))
+    check_neuron(learner)
 
 
 @pytest.mark.hidden
 @pytest.mark.task("5.1", points=1, hint="The local derivative is 1 - tanh(x)**2, times whatever out.grad is.")
-def test_tanh_seeded(impl):
+def test_tanh_seeded(learner):
     """tanh forward and local backward on seeded random inputs and incoming grads"""
     rng = random.Random(5101)
-    for _ in range(40):
-        x, g = rng.uniform(-3, 3), rng.uniform(-2, 2)
+    cases = [[rng.uniform(-3, 3), rng.uniform(-2, 2)] for _ in range(40)]
+    for (x, g), got in zip(cases, learner.run(tanh_cases, cases), strict=True):
         inputs = f"a = Value({x!r}), t = a.tanh(), t.grad = {g!r}, then t._backward()"
-        a = impl.Value(x)
-        t = a.tanh()
-        expect_value(t, impl.Value, "a.tanh()", inputs)
-        expect_close(t.data, math.tanh(x), "a.tanh().data", inputs, rel=1e-12)
-        t.grad = g
-        t._backward()
-        expect_close(a.grad, (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, rel=1e-9)
+        expect_a_value(got, "a.tanh()", inputs)
+        expect_close(got["data"], math.tanh(x), "a.tanh().data", inputs, rel=1e-12)
+        expect_close(got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, rel=1e-9)
 
 
 # --- 5.2 + backward -------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.task("5.2", points=2, hint="+ passes the incoming gradient on unchanged: each child gets 1 * out.grad.")
-def test_add_backward(impl):
+def test_add_backward(learner):
     """c = a + b; c._backward() gives both a and b the grad c.grad"""
-    for x, y, g in ((2.0, -3.0, 1.0), (2.0, -3.0, -1.5), (0.5, 4.0, 3.25)):
+    cases = [[2.0, -3.0, 1.0], [2.0, -3.0, -1.5], [0.5, 4.0, 3.25]]
+    for (x, y, g), got in zip(cases, learner.run(binary_cases, "+", cases), strict=True):
         inputs = f"a = Value({x}), b = Value({y}), c = a + b, c.grad = {g}, then c._backward()"
-        a, b = impl.Value(x), impl.Value(y)
-        c = a + b
-        expect_value(c, impl.Value, "a + b", inputs)
-        c.grad = g
-        c._backward()
-        expect_close(a.grad, g, "a.grad", inputs)
-        expect_close(b.grad, g, "b.grad", inputs)
-        expect_equal((a.data, b.data, c.grad), (x, y, g), "(a.data, b.data, c.grad) after c._backward() (unchanged)",
-                     inputs)
+        expect_a_value(got, "a + b", inputs)
+        expect_close(got["a_grad"], g, "a.grad", inputs)
+        expect_close(got["b_grad"], g, "b.grad", inputs)
+        expect_equal(got["after"], [x, y, g], "[a.data, b.data, c.grad] after c._backward() (unchanged)", inputs)
 
 
 @pytest.mark.task("5.2", points=1, hint="The _backward closure uses the wrapped `other`, so a + 4.0 works like a + b.")
-def test_add_backward_plain_number(impl):
+def test_add_backward_plain_number(learner):
     """c = a + 4.0; c._backward() gives a the grad c.grad"""
     inputs = "a = Value(1.5), c = a + 4.0, c.grad = -2.0, then c._backward()"
-    a = impl.Value(1.5)
-    c = a + 4.0
-    expect_value(c, impl.Value, "a + 4.0", inputs)
-    c.grad = -2.0
-    c._backward()
-    expect_close(a.grad, -2.0, "a.grad", inputs)
+    (got,) = learner.run(binary_cases, "+", [[1.5, 4.0, -2.0]], wrap_right=False)
+    expect_a_value(got, "a + 4.0", inputs)
+    expect_close(got["a_grad"], -2.0, "a.grad", inputs)
 
 
 @pytest.mark.task("5.2", points=1, hint="Both '+' nodes of the neuron hand their 0.5 on to both of their inputs.")
-def test_neuron_through_add(impl):
+def test_neuron_through_add(learner):
     """the lesson's neuron: the '+' nodes pass 0.5 to x1*w1, x2*w2 and b (your +)"""
-    _check_neuron(_neuron(impl))
+    check_neuron(learner)
 
 
 @pytest.mark.hidden
-@pytest.mark.task("5.2", points=1,
-                  hint="Use out.grad as it is (not 1.0): the local derivative 1 times the incoming grad.")
-def test_add_backward_seeded(impl):
+@pytest.mark.task(
+    "5.2", points=1, hint="Use out.grad as it is (not 1.0): the local derivative 1 times the incoming grad."
+)
+def test_add_backward_seeded(learner):
     """+ local backward on seeded random inputs and incoming grads"""
     rng = random.Random(5202)
-    for _ in range(40):
-        x, y, g = rng.uniform(-10, 10), rng.uniform(-10, 10), rng.uniform(-5, 5)
+    cases = [[rng.uniform(-10, 10), rng.uniform(-10, 10), rng.uniform(-5, 5)] for _ in range(40)]
+    for (x, y, g), got in zip(cases, learner.run(binary_cases, "+", cases), strict=True):
         inputs = f"a = Value({x!r}), b = Value({y!r}), c = a + b, c.grad = {g!r}, then c._backward()"
-        a, b = impl.Value(x), impl.Value(y)
-        c = a + b
-        expect_value(c, impl.Value, "a + b", inputs)
-        c.grad = g
-        c._backward()
-        expect_close(a.grad, g, "a.grad", inputs, rel=1e-12)
-        expect_close(b.grad, g, "b.grad", inputs, rel=1e-12)
+        expect_a_value(got, "a + b", inputs)
+        expect_close(got["a_grad"], g, "a.grad", inputs, rel=1e-12)
+        expect_close(got["b_grad"], g, "b.grad", inputs, rel=1e-12)
 
 
 # --- 5.3 * backward -------------------------------------------------------------------------------------------------
 
-@pytest.mark.task("5.3", points=2,
-                  hint="a gets b.data * out.grad and b gets a.data * out.grad: each input gets the OTHER one's value.")
-def test_mul_backward(impl):
+
+@pytest.mark.task(
+    "5.3",
+    points=2,
+    hint="a gets b.data * out.grad and b gets a.data * out.grad: each input gets the OTHER one's value.",
+)
+def test_mul_backward(learner):
     """c = a * b; c._backward() gives a.grad = b * c.grad and b.grad = a * c.grad"""
-    for x, y, g in ((2.0, -3.0, 1.0), (2.0, -3.0, -2.0), (0.5, 4.0, 1.5)):
+    cases = [[2.0, -3.0, 1.0], [2.0, -3.0, -2.0], [0.5, 4.0, 1.5]]
+    for (x, y, g), got in zip(cases, learner.run(binary_cases, "*", cases), strict=True):
         inputs = f"a = Value({x}), b = Value({y}), c = a * b, c.grad = {g}, then c._backward()"
-        a, b = impl.Value(x), impl.Value(y)
-        c = a * b
-        expect_value(c, impl.Value, "a * b", inputs)
-        c.grad = g
-        c._backward()
-        expect_close(a.grad, y * g, "a.grad (= b.data * c.grad)", inputs)
-        expect_close(b.grad, x * g, "b.grad (= a.data * c.grad)", inputs)
-        expect_equal((a.data, b.data, c.grad), (x, y, g), "(a.data, b.data, c.grad) after c._backward() (unchanged)",
-                     inputs)
+        expect_a_value(got, "a * b", inputs)
+        expect_close(got["a_grad"], y * g, "a.grad (= b.data * c.grad)", inputs)
+        expect_close(got["b_grad"], x * g, "b.grad (= a.data * c.grad)", inputs)
+        expect_equal(got["after"], [x, y, g], "[a.data, b.data, c.grad] after c._backward() (unchanged)", inputs)
 
 
 @pytest.mark.task("5.3", points=1, hint="The _backward closure uses the wrapped `other`, so a * 3.0 works like a * b.")
-def test_mul_backward_plain_number(impl):
+def test_mul_backward_plain_number(learner):
     """c = a * 3.0; c._backward() gives a.grad = 3 * c.grad"""
     inputs = "a = Value(1.5), c = a * 3.0, c.grad = -2.0, then c._backward()"
-    a = impl.Value(1.5)
-    c = a * 3.0
-    expect_value(c, impl.Value, "a * 3.0", inputs)
-    c.grad = -2.0
-    c._backward()
-    expect_close(a.grad, -6.0, "a.grad", inputs)
+    (got,) = learner.run(binary_cases, "*", [[1.5, 3.0, -2.0]], wrap_right=False)
+    expect_a_value(got, "a * 3.0", inputs)
+    expect_close(got["a_grad"], -6.0, "a.grad", inputs)
 
 
-@pytest.mark.task("5.3", points=1,
-                  hint="x1.grad = w1 * 0.5 = -1.5 and w1.grad = x1 * 0.5 = 1.0: the other input's value.")
-def test_neuron_through_mul(impl):
+@pytest.mark.task(
+    "5.3", points=1, hint="x1.grad = w1 * 0.5 = -1.5 and w1.grad = x1 * 0.5 = 1.0: the other input's value."
+)
+def test_neuron_through_mul(learner):
     """the lesson's neuron: x1 -1.5, w1 1.0, x2 0.5, w2 0.0 (your *)"""
-    _check_neuron(_neuron(impl))
+    check_neuron(learner)
 
 
 @pytest.mark.hidden
 @pytest.mark.task("5.3", points=1, hint="Multiply the other input's data by out.grad as it is (not by 1.0).")
-def test_mul_backward_seeded(impl):
+def test_mul_backward_seeded(learner):
     """* local backward on seeded random inputs and incoming grads"""
     rng = random.Random(5303)
-    for _ in range(40):
-        x, y, g = rng.uniform(-10, 10), rng.uniform(-10, 10), rng.uniform(-5, 5)
+    cases = [[rng.uniform(-10, 10), rng.uniform(-10, 10), rng.uniform(-5, 5)] for _ in range(40)]
+    for (x, y, g), got in zip(cases, learner.run(binary_cases, "*", cases), strict=True):
         inputs = f"a = Value({x!r}), b = Value({y!r}), c = a * b, c.grad = {g!r}, then c._backward()"
-        a, b = impl.Value(x), impl.Value(y)
-        c = a * b
-        expect_value(c, impl.Value, "a * b", inputs)
-        c.grad = g
-        c._backward()
-        expect_close(a.grad, y * g, "a.grad (= b.data * c.grad)", inputs, rel=1e-12)
-        expect_close(b.grad, x * g, "b.grad (= a.data * c.grad)", inputs, rel=1e-12)
+        expect_a_value(got, "a * b", inputs)
+        expect_close(got["a_grad"], y * g, "a.grad (= b.data * c.grad)", inputs, rel=1e-12)
+        expect_close(got["b_grad"], x * g, "b.grad (= a.data * c.grad)", inputs, rel=1e-12)

@@ -1,400 +1,505 @@
 """Lesson 6 · Backward, automatically (tasks 6.1 and 6.2).
 
-Graded independently of lessons 2, 5 and 8: the graphs are made of plain
-`Value(0.0)` nodes whose `_prev` and `_backward` the test sets itself. Each
-closure records that it was called (and, in some checks, pushes gradient to
-its children by a simple weighted rule), so the checks see exactly which
-closures `backward()` called, how often, and in which order.
+Graded independently of lessons 2, 5 and 8: the scenarios build graphs of plain
+`Value(0.0)` nodes whose `_prev` and `_backward` they set themselves. Each
+closure records that it was called (and pushes gradient to its children by a
+weighted rule), so the worker reports exactly which closures the learner's
+`backward()` called, how often and in which order; the judgements here decide
+whether that order is a reverse topological one and compute the grads the
+weights must give.
 """
 
 import random
-import sys
 from collections import Counter
-from functools import partial
 
 import pytest
 
 from autograder.kit.checks import CheckFailed, expect, expect_close, expect_equal
-from autograder.kit.testkit import collector_paused
+from autograder.kit.scenario import grad_of, scenario
 
 DEFAULT_RECURSION_LIMIT = 1000  # Python's default (sys.getrecursionlimit() in a fresh interpreter)
+CHAIN = 100_000
+
+# --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 
 
-# --- graphs whose closures are written by the test ------------------------------------------------------------------
+@scenario
+def weighted_graph_backward(impl, spec, root, preset=None):
+    """Build `spec` ([name, [[child, weight], ...]], children first), set the `preset` grads, call root.backward().
 
-class Graph:
-    """Nodes made with `impl.Value`, wired from a spec: [(name, [(child, weight), ...]), ...], children first.
-
-    A node's `_backward` records its name in `calls`, remembers its own grad at that
-    moment, and adds `weight * node.grad` to each child's grad.
+    A node's `_backward` records its name, remembers its own grad the first time
+    it runs, and adds `weight * node.grad` to each child's grad.
     """
+    calls, grad_when_called, nodes = [], {}, {}
 
-    def __init__(self, impl, spec):
-        self.calls: list[str] = []
-        self.grad_when_called: dict[str, float] = {}
-        self.kids = {name: [child for child, _ in children] for name, children in spec}
-        self.nodes = {}
-        for name, children in spec:
-            node = impl.Value(0.0, tuple(self.nodes[c] for c, _ in children), "f", label=name)
-            node._backward = self._closure(node, name, [(self.nodes[c], w) for c, w in children])
-            self.nodes[name] = node
-
-    def _closure(self, node, name, children):
+    def closure(node, name, children):
         def _backward():
-            self.calls.append(name)
-            self.grad_when_called.setdefault(name, node.grad)
+            calls.append(name)
+            grad_when_called.setdefault(name, node.grad)
             for child, weight in children:
                 child.grad += weight * node.grad
+
         return _backward
 
-    def reachable(self, root: str) -> set[str]:
-        seen, todo = set(), [root]
-        while todo:
-            name = todo.pop()
-            if name not in seen:
-                seen.add(name)
-                todo.extend(self.kids[name])
-        return seen
-
-    def oracle_grads(self, root: str, spec) -> dict[str, float]:
-        """The grads the weighted rules give, computed in the spec's own (reverse creation) order."""
-        grads = {name: 0.0 for name, _ in spec}
-        grads[root] = 1.0
-        reach = self.reachable(root)
-        for name, children in reversed(spec):
-            if name in reach:
-                for child, weight in children:
-                    grads[child] += weight * grads[name]
-        return grads
+    for name, children in spec:
+        node = impl.Value(0.0, tuple(nodes[c] for c, _ in children), "f", label=name)
+        node._backward = closure(node, name, [(nodes[c], w) for c, w in children])
+        nodes[name] = node
+    for name, grad in (preset or {}).items():
+        nodes[name].grad = grad
+    nodes[root].backward()
+    return {
+        "calls": calls,
+        "grad_when_called": grad_when_called,
+        "grads": {name: grad_of(node) for name, node in nodes.items()},
+    }
 
 
-def _spec(edges: dict[str, list[str]]):
+@scenario
+def many_weighted_graphs(impl, cases):
+    return [weighted_graph_backward(impl, spec, root) for spec, root in cases]
+
+
+@scenario
+def deep_backward(impl, kids, limit, guard=False):
+    """Nodes 0..n-1 (`kids[i]`: the indices of node i's children, all smaller); the last one's backward() runs
+    under the recursion limit `limit`, with the collector paused (building a huge graph wakes it again and again).
+
+    Each closure records its node's index. With `guard`, each node's `_prev` counts how often it is listed and
+    stops a search that keeps revisiting shared nodes (without a visited set, a ladder takes 2**depth steps).
+    """
+    import gc
+    import sys
+    from functools import partial
+
+    class Revisiting(BaseException):  # not an Exception: the learner's `except Exception` must not swallow it
+        pass
+
+    class Children(set):
+        def __init__(self, children, budget):
+            super().__init__(children)
+            self.budget = budget
+
+        def __iter__(self):
+            self.budget[0] -= 1
+            if self.budget[0] < 0:
+                raise Revisiting()
+            return super().__iter__()
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    old_limit, set_limit = sys.getrecursionlimit(), sys.setrecursionlimit
+    requested, error, revisiting = [], None, False
+
+    def spy(new_limit):
+        requested.append(new_limit)
+        set_limit(new_limit)
+
+    try:
+        calls, nodes, budget = [], [], [10 * len(kids) + 100]
+        for i, children in enumerate(kids):
+            node = impl.Value(0.0, tuple(nodes[c] for c in children), "f")
+            if guard:
+                node._prev = Children(node._prev, budget)
+            node._backward = partial(calls.append, i)
+            nodes.append(node)
+        root = nodes[-1]
+        del nodes  # only the root keeps the graph alive, as in real use
+        set_limit(limit)
+        sys.setrecursionlimit = spy
+        try:
+            root.backward()
+        except RecursionError as exc:
+            error = f"RecursionError: {exc}"
+        except Revisiting:
+            revisiting = True
+        finally:
+            sys.setrecursionlimit = set_limit
+            set_limit(old_limit)
+        return {
+            "error": error,
+            "revisiting": revisiting,
+            "requested_limits": requested,
+            "root_grad": grad_of(root),
+            "calls": calls,
+        }
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# --- judgements: run here, on the trusted side ----------------------------------------------------------------------
+
+
+def _spec(edges: dict[str, list[str]]) -> list:
     """A spec with weight 1.0 on every edge, from {name: [children]} listed children first."""
-    return [(name, [(c, 1.0) for c in children]) for name, children in edges.items()]
+    return [[name, [[c, 1.0] for c in children]] for name, children in edges.items()]
+
+
+def _kids(spec: list) -> dict[str, list[str]]:
+    return {name: [child for child, _ in children] for name, children in spec}
 
 
 def _describe(edges: dict[str, list[str]]) -> str:
     return "; ".join(f"{n} uses {', '.join(c)}" if c else f"{n} is a leaf" for n, c in edges.items())
 
 
-def _check_calls(graph: Graph, root: str, inputs: str, leaves_too: bool = False) -> None:
+def _reachable(kids: dict[str, list[str]], root: str) -> set[str]:
+    seen, todo = set(), [root]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(kids[name])
+    return seen
+
+
+def _oracle_grads(spec: list, root: str) -> dict[str, float]:
+    """The grads the weighted rules give, computed in the spec's own (reverse creation) order."""
+    grads = {name: 0.0 for name, _ in spec}
+    grads[root] = 1.0
+    reach = _reachable(_kids(spec), root)
+    for name, children in reversed(spec):
+        if name in reach:
+            for child, weight in children:
+                grads[child] += weight * grads[name]
+    return grads
+
+
+def _check_calls(got: dict, kids: dict[str, list[str]], root: str, inputs: str, leaves_too: bool = False) -> None:
     """Every reachable closure exactly once, no other closure, and every node before its children.
 
     A leaf's `_backward` does nothing in the engine, so only `test_leaf_closures_called` insists that the
     leaves' closures are called; elsewhere skipping them costs nothing (calling them twice does).
     """
-    reach = graph.reachable(root)
-    counts = Counter(graph.calls)
-    order = ", ".join(graph.calls)
+    calls = got["calls"]
+    reach = _reachable(kids, root)
+    counts = Counter(calls)
+    order = ", ".join(calls)
     for name in sorted(reach):
-        if not leaves_too and not graph.kids[name] and counts[name] == 0:
+        if not leaves_too and not kids[name] and counts[name] == 0:
             continue
-        expect_equal(counts[name], 1, f"number of calls of {name}._backward during {root}.backward()", inputs,
-                     note=f"the _backward closures were called in this order: {order or '(none)'}")
+        expect_equal(
+            counts[name],
+            1,
+            f"number of calls of {name}._backward during {root}.backward()",
+            inputs,
+            note=f"the _backward closures were called in this order: {order or '(none)'}",
+        )
     others = sorted(set(counts) - reach)
-    expect(not others, f"closures called that {root} does not depend on", "none", others, inputs,
-           note="backward() walks down from the node it is called on, through _prev, and nowhere else")
-    position = {name: i for i, name in enumerate(graph.calls)}
-    for name in graph.calls:
-        for child in graph.kids[name]:
-            expect(position[name] < position.get(child, len(position)),
-                   f"order of {name}._backward and {child}._backward ({child} is a child of {name})",
-                   f"{name} before {child}", f"call order: {order}", inputs,
-                   note="a node's _backward must run after every node that uses it has pushed its gradient: "
-                        "reverse topological order")
+    expect(
+        not others,
+        f"closures called that {root} does not depend on",
+        "none",
+        others,
+        inputs,
+        note="backward() walks down from the node it is called on, through _prev, and nowhere else",
+    )
+    position = {name: i for i, name in enumerate(calls)}
+    for name in calls:
+        for child in kids[name]:
+            expect(
+                position[name] < position.get(child, len(position)),
+                f"order of {name}._backward and {child}._backward ({child} is a child of {name})",
+                f"{name} before {child}",
+                f"call order: {order}",
+                inputs,
+                note="a node's _backward must run after every node that uses it has pushed its gradient: "
+                "reverse topological order",
+            )
 
 
 # --- 6.1 ------------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.task("6.1", points=1, hint="Start with self.grad = 1.0 (dL/dL = 1), before calling any _backward.")
-def test_seed_is_one(impl):
+def test_seed_is_one(learner):
     """backward() sets the root's grad to 1.0 before its _backward runs"""
     edges = {"a": [], "b": [], "o": ["a", "b"]}
     inputs = _describe(edges)
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["o"].backward()
-    expect("o" in graph.grad_when_called, "o._backward was called by o.backward()", True, False, inputs)
-    expect_equal(graph.grad_when_called["o"], 1.0, "o.grad when o._backward ran", inputs)
-    expect_equal(graph.nodes["o"].grad, 1.0, "o.grad after o.backward()", inputs)
-    expect_equal((graph.nodes["a"].grad, graph.nodes["b"].grad), (1.0, 1.0), "(a.grad, b.grad) after o.backward()",
-                 inputs + " (each closure adds 1 * its grad to its children)")
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["o"].grad = 7.0
-    graph.nodes["o"].backward()
-    expect_equal(graph.grad_when_called.get("o"), 1.0, "o.grad when o._backward ran", inputs + "; o.grad = 7.0 first",
-                 note="the root's grad is set to 1.0 (not added to): dL/dL is always 1")
+    got = learner.run(weighted_graph_backward, _spec(edges), "o")
+    expect("o" in got["grad_when_called"], "o._backward was called by o.backward()", True, False, inputs)
+    expect_equal(got["grad_when_called"]["o"], 1.0, "o.grad when o._backward ran", inputs)
+    expect_equal(got["grads"]["o"], 1.0, "o.grad after o.backward()", inputs)
+    expect_equal(
+        [got["grads"]["a"], got["grads"]["b"]],
+        [1.0, 1.0],
+        "[a.grad, b.grad] after o.backward()",
+        inputs + " (each closure adds 1 * its grad to its children)",
+    )
+    got = learner.run(weighted_graph_backward, _spec(edges), "o", preset={"o": 7.0})
+    expect_equal(
+        got["grad_when_called"].get("o"),
+        1.0,
+        "o.grad when o._backward ran",
+        inputs + "; o.grad = 7.0 first",
+        note="the root's grad is set to 1.0 (not added to): dL/dL is always 1",
+    )
 
 
-@pytest.mark.task("6.1", points=1,
-                  hint="A leaf is its own whole graph: backward() on it still seeds its grad with 1.0.")
-def test_lone_leaf(impl):
+@pytest.mark.task(
+    "6.1", points=1, hint="A leaf is its own whole graph: backward() on it still seeds its grad with 1.0."
+)
+def test_lone_leaf(learner):
     """backward() on a leaf sets its grad to 1.0"""
     edges = {"a": []}
     inputs = "a = Value(0.0), a leaf with no children"
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["a"].backward()
-    expect_equal(graph.nodes["a"].grad, 1.0, "a.grad after a.backward()", inputs)
-    _check_calls(graph, "a", inputs)
+    got = learner.run(weighted_graph_backward, _spec(edges), "a")
+    expect_equal(got["grads"]["a"], 1.0, "a.grad after a.backward()", inputs)
+    _check_calls(got, edges, "a", inputs)
 
 
-@pytest.mark.task("6.1", points=1,
-                  hint="Call every node's _backward, leaves included: a leaf's does nothing, but it is called too.")
-def test_leaf_closures_called(impl):
+@pytest.mark.task(
+    "6.1", points=1, hint="Call every node's _backward, leaves included: a leaf's does nothing, but it is called too."
+)
+def test_leaf_closures_called(learner):
     """the leaves' _backward closures are called too, once each"""
     edges = {"a": [], "b": [], "c": ["a", "b"], "d": ["c", "a"]}
     inputs = _describe(edges)
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["d"].backward()
-    _check_calls(graph, "d", inputs, leaves_too=True)
+    _check_calls(learner.run(weighted_graph_backward, _spec(edges), "d"), edges, "d", inputs, leaves_too=True)
 
 
-@pytest.mark.task("6.1", points=1,
-                  hint="List the nodes so each comes after its children; call _backward from the last to the first.")
-def test_chain_order(impl):
+@pytest.mark.task(
+    "6.1", points=1, hint="List the nodes so each comes after its children; call _backward from the last to the first."
+)
+def test_chain_order(learner):
     """on a chain a <- b <- c <- d, d.backward() calls d, c, b, a in that order, once each"""
     edges = {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]}
     inputs = _describe(edges)
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["d"].backward()
-    _check_calls(graph, "d", inputs)
-    expect_equal([c for c in graph.calls if c != "a"], ["d", "c", "b"], "the _backward closures called, in order",
-                 inputs + " (leaf a's may come last)")
+    got = learner.run(weighted_graph_backward, _spec(edges), "d")
+    _check_calls(got, edges, "d", inputs)
+    expect_equal(
+        [c for c in got["calls"] if c != "a"],
+        ["d", "c", "b"],
+        "the _backward closures called, in order",
+        inputs + " (leaf a's may come last)",
+    )
 
 
-@pytest.mark.task("6.1", points=2,
-                  hint="Mark nodes as visited: a node reached along two paths is listed, and its _backward run, once.")
-def test_diamond(impl):
+@pytest.mark.task(
+    "6.1",
+    points=2,
+    hint="Mark nodes as visited: a node reached along two paths is listed, and its _backward run, once.",
+)
+def test_diamond(learner):
     """a diamond (a used by b and c, both used by d): each closure once, a's last"""
     edges = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"]}
-    inputs = _describe(edges)
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["d"].backward()
-    _check_calls(graph, "d", inputs)
+    _check_calls(learner.run(weighted_graph_backward, _spec(edges), "d"), edges, "d", _describe(edges))
 
 
-@pytest.mark.task("6.1", points=2,
-                  hint="A depth-first search that appends a node after all its children; BFS order is not enough.")
-def test_skip_connection(impl):
+@pytest.mark.task(
+    "6.1", points=2, hint="A depth-first search that appends a node after all its children; BFS order is not enough."
+)
+def test_skip_connection(learner):
     """a node used both directly by the root and at the end of a longer path runs after that whole path"""
     edges = {"x": [], "y1": ["x"], "y2": ["y1"], "y3": ["y2"], "z": ["y3", "x"]}
-    inputs = _describe(edges)
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["z"].backward()
-    _check_calls(graph, "z", inputs)
+    _check_calls(learner.run(weighted_graph_backward, _spec(edges), "z"), edges, "z", _describe(edges))
 
 
-@pytest.mark.task("6.1", points=2,
-                  hint="A shared sub-graph is visited once; every node in it still waits for all its users.")
-def test_shared_subgraph(impl):
+@pytest.mark.task(
+    "6.1", points=2, hint="A shared sub-graph is visited once; every node in it still waits for all its users."
+)
+def test_shared_subgraph(learner):
     """two branches sharing a sub-graph: each closure once, in reverse topological order"""
-    edges = {"p": [], "q": ["p"], "r": ["p", "q"], "leaf": [], "u": ["r", "leaf"], "v": ["r", "q"],
-             "w": ["u", "v"], "top": ["w", "q"]}
-    inputs = _describe(edges)
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["top"].backward()
-    _check_calls(graph, "top", inputs)
+    edges = {
+        "p": [],
+        "q": ["p"],
+        "r": ["p", "q"],
+        "leaf": [],
+        "u": ["r", "leaf"],
+        "v": ["r", "q"],
+        "w": ["u", "v"],
+        "top": ["w", "q"],
+    }
+    _check_calls(learner.run(weighted_graph_backward, _spec(edges), "top"), edges, "top", _describe(edges))
 
 
-@pytest.mark.task("6.1", points=2,
-                  hint="A node's _backward that runs before all its users pushed into its grad passes on too little.")
-def test_gradients_flow(impl):
+@pytest.mark.task(
+    "6.1", points=2, hint="A node's _backward that runs before all its users pushed into its grad passes on too little."
+)
+def test_gradients_flow(learner):
     """closures that push weight * grad to their children give the path-sum grads"""
-    spec = [("a", []), ("b", [("a", 2.0)]), ("c", [("a", -1.0), ("b", 3.0)]), ("d", [("b", 0.5), ("c", 4.0)])]
-    inputs = ("b = f(a), c = f(a, b), d = f(b, c); each closure adds weight * its grad to a child, "
-              "weights b->a 2, c->a -1, c->b 3, d->b 0.5, d->c 4")
-    graph = Graph(impl, spec)
-    graph.nodes["d"].backward()
+    spec = [["a", []], ["b", [["a", 2.0]]], ["c", [["a", -1.0], ["b", 3.0]]], ["d", [["b", 0.5], ["c", 4.0]]]]
+    inputs = (
+        "b = f(a), c = f(a, b), d = f(b, c); each closure adds weight * its grad to a child, "
+        "weights b->a 2, c->a -1, c->b 3, d->b 0.5, d->c 4"
+    )
+    got = learner.run(weighted_graph_backward, spec, "d")
     for name, value in (("d", 1.0), ("c", 4.0), ("b", 12.5), ("a", 21.0)):
-        expect_close(graph.nodes[name].grad, value, f"{name}.grad after d.backward()", inputs,
-                     note=f"the _backward closures were called in this order: {', '.join(graph.calls)}")
+        expect_close(
+            got["grads"][name],
+            value,
+            f"{name}.grad after d.backward()",
+            inputs,
+            note=f"the _backward closures were called in this order: {', '.join(got['calls'])}",
+        )
 
 
-@pytest.mark.task("6.1", points=1,
-                  hint="Walk down from self through _prev only: nodes that merely share a child are not part of it.")
-def test_only_reachable_nodes(impl):
+@pytest.mark.task(
+    "6.1", points=1, hint="Walk down from self through _prev only: nodes that merely share a child are not part of it."
+)
+def test_only_reachable_nodes(learner):
     """a node that uses a shared leaf but is not below the root is left alone"""
     edges = {"a": [], "b": [], "u": ["a", "b"], "other": ["a"], "o": ["u"]}
     inputs = _describe(edges) + "; o.backward() is called"
-    graph = Graph(impl, _spec(edges))
-    graph.nodes["o"].backward()
-    _check_calls(graph, "o", inputs)
-    expect_equal(graph.nodes["other"].grad, 0.0, "other.grad after o.backward()", inputs)
+    got = learner.run(weighted_graph_backward, _spec(edges), "o")
+    _check_calls(got, edges, "o", inputs)
+    expect_equal(got["grads"]["other"], 0.0, "other.grad after o.backward()", inputs)
 
 
-@pytest.mark.task("6.1", points=1,
-                  hint="backward() sets only the root's grad; the others keep adding up (zeroing is the loop's job).")
-def test_does_not_zero_grads(impl):
+@pytest.mark.task(
+    "6.1", points=1, hint="backward() sets only the root's grad; the others keep adding up (zeroing is the loop's job)."
+)
+def test_does_not_zero_grads(learner):
     """backward() adds to the grads already there: it does not zero them"""
-    spec = [("a", []), ("o", [("a", 3.0)])]
+    spec = [["a", []], ["o", [["a", 3.0]]]]
     inputs = "o = f(a), o's closure adds 3 * o.grad to a.grad; a.grad = 10.0 before o.backward()"
-    graph = Graph(impl, spec)
-    graph.nodes["a"].grad = 10.0
-    graph.nodes["o"].backward()
-    expect_close(graph.nodes["a"].grad, 13.0, "a.grad after o.backward()", inputs)
+    got = learner.run(weighted_graph_backward, spec, "o", preset={"a": 10.0})
+    expect_close(got["grads"]["a"], 13.0, "a.grad after o.backward()", inputs)
 
 
 @pytest.mark.hidden
-@pytest.mark.task("6.1", points=2,
-                  hint="Each reachable _backward once, each node after all of its users, nothing outside the graph.")
-def test_random_dags(impl):
+@pytest.mark.task(
+    "6.1", points=2, hint="Each reachable _backward once, each node after all of its users, nothing outside the graph."
+)
+def test_random_dags(learner):
     """seeded random graphs: order, each closure once, and the path-sum grads"""
     rng = random.Random(6101)
-    for trial in range(25):
+    cases = []
+    for _ in range(25):
         size = rng.randint(3, 40)
         spec = []
         for i in range(size):
             k = rng.randint(0, min(i, 4))
             children = rng.sample(range(i), k)
-            spec.append((f"n{i}", [(f"n{c}", rng.choice([-2.0, -1.0, 0.5, 1.0, 1.5, 3.0])) for c in children]))
-        root = f"n{size - 1 - rng.randint(0, min(2, size - 1))}"
+            spec.append([f"n{i}", [[f"n{c}", rng.choice([-2.0, -1.0, 0.5, 1.0, 1.5, 3.0])] for c in children]])
+        cases.append([spec, f"n{size - 1 - rng.randint(0, min(2, size - 1))}"])
+    for trial, ((spec, root), got) in enumerate(zip(cases, learner.run(many_weighted_graphs, cases), strict=True)):
         inputs = f"seeded graph #{trial}: " + "; ".join(f"{n} uses {', '.join(c for c, _ in k)}" for n, k in spec if k)
-        graph = Graph(impl, spec)
-        graph.nodes[root].backward()
-        _check_calls(graph, root, inputs + f"; {root}.backward()")
-        oracle = graph.oracle_grads(root, spec)
+        _check_calls(got, _kids(spec), root, inputs + f"; {root}.backward()")
+        oracle = _oracle_grads(spec, root)
         for name, _ in spec:
-            expect_close(graph.nodes[name].grad, oracle[name], f"{name}.grad after {root}.backward()", inputs, rel=1e-9)
+            expect_close(got["grads"][name], oracle[name], f"{name}.grad after {root}.backward()", inputs, rel=1e-9)
 
 
 # --- 6.2 ------------------------------------------------------------------------------------------------------------
 
 
-class _Children(set):
-    """A `_prev` that counts how often the graph's children are listed, to stop a search without a visited set."""
-
-    def __init__(self, children, budget):
-        super().__init__(children)
-        self.budget = budget
-
-    def __iter__(self):
-        self.budget[0] -= 1
-        if self.budget[0] < 0:
-            raise CheckFailed("how often backward() lists the nodes' children (_prev)", "a few times per node",
-                              "far more: the search keeps revisiting shared nodes",
-                              note="mark each node as visited the first time you reach it, and skip it after that")
-        return super().__iter__()
-
-
-def _backward_at_default_limit(root, inputs: str) -> None:
-    """Call root.backward() under Python's default recursion limit; report RecursionError as a failed check."""
-    old_limit, set_limit = sys.getrecursionlimit(), sys.setrecursionlimit
-    requested = []
-
-    def spy(limit):
-        requested.append(limit)
-        set_limit(limit)
-
-    recursion_error = None
-    set_limit(DEFAULT_RECURSION_LIMIT)
-    sys.setrecursionlimit = spy
-    try:
-        root.backward()
-    except RecursionError as exc:
-        recursion_error = f"RecursionError: {exc}"
-    finally:
-        sys.setrecursionlimit = set_limit
-        set_limit(old_limit)
-    expect(recursion_error is None, "root.backward() finishes", "no error", recursion_error, inputs,
-           note=f"a recursive depth-first search uses one Python call per level, and Python allows only about "
-                f"{DEFAULT_RECURSION_LIMIT} nested calls: do the same search with your own list as a stack")
-    raised = [n for n in requested if n > DEFAULT_RECURSION_LIMIT]
-    expect(not raised, "sys.setrecursionlimit called by backward()", "never (the default limit stays)",
-           f"sys.setrecursionlimit({raised[0]})" if raised else None, inputs,
-           note="raising the recursion limit only moves the wall (and can crash Python): use an explicit stack")
+def _deep_run(learner, kids: list[list[int]], inputs: str, guard: bool = False) -> dict:
+    """Run backward() on the last of the nodes `kids` describes, under the default recursion limit; check it ends."""
+    got = learner.run(deep_backward, kids, DEFAULT_RECURSION_LIMIT, guard=guard)
+    expect(
+        not got["revisiting"],
+        "how often backward() lists the nodes' children (_prev)",
+        "a few times per node",
+        "far more: the search keeps revisiting shared nodes",
+        inputs,
+        note="mark each node as visited the first time you reach it, and skip it after that",
+    )
+    expect(
+        got["error"] is None,
+        "root.backward() finishes",
+        "no error",
+        got["error"],
+        inputs,
+        note=f"a recursive depth-first search uses one Python call per level, and Python allows only about "
+        f"{DEFAULT_RECURSION_LIMIT} nested calls: do the same search with your own list as a stack",
+    )
+    raised = [n for n in got["requested_limits"] if not isinstance(n, int) or n > DEFAULT_RECURSION_LIMIT]
+    expect(
+        not raised,
+        "sys.setrecursionlimit called by backward()",
+        "never (the default limit stays)",
+        f"sys.setrecursionlimit({raised[0]})" if raised else None,
+        inputs,
+        note="raising the recursion limit only moves the wall (and can crash Python): use an explicit stack",
+    )
+    return got
 
 
-def _check_order_by_index(calls: list[int], kids: list[tuple[int, ...]], inputs: str) -> None:
+def _check_order_by_index(calls: list, kids: list[list[int]], inputs: str) -> None:
     """Each of the nodes 0..n-1 called once (leaves: at most once), and every node before each of its children."""
     n = len(kids)
     position = [-1] * n
     for i, node in enumerate(calls):
+        if not isinstance(node, int) or not 0 <= node < n:
+            raise CheckFailed("the _backward calls recorded", f"node numbers 0 to {n - 1}", node, inputs)
         if position[node] != -1:
             raise CheckFailed(f"number of calls of node {node}'s _backward", 1, "2 or more", inputs)
         position[node] = i
     missing = [node for node in range(n) if position[node] == -1 and kids[node]]  # leaves' closures: optional
-    expect(not missing, "nodes whose _backward was never called", "none",
-           f"{len(missing)} nodes, e.g. node {missing[0]}" if missing else None, inputs)
+    expect(
+        not missing,
+        "nodes whose _backward was never called",
+        "none",
+        f"{len(missing)} nodes, e.g. node {missing[0]}" if missing else None,
+        inputs,
+    )
     for node in range(n):
         for child in kids[node]:
             if position[node] > position[child] != -1:
-                raise CheckFailed(f"order of node {node}'s and node {child}'s _backward (node {child} is a child of "
-                                  f"node {node})", f"node {node} first", f"node {child} ran first", inputs,
-                                  note="reverse topological order: a node's _backward runs before its children's")
+                raise CheckFailed(
+                    f"order of node {node}'s and node {child}'s _backward (node {child} is a child of node {node})",
+                    f"node {node} first",
+                    f"node {child} ran first",
+                    inputs,
+                    note="reverse topological order: a node's _backward runs before its children's",
+                )
 
 
-def _build(impl, kids: list[tuple[int, ...]], guard: bool = False):
-    """Nodes 0..n-1 (children listed by index, always smaller) whose closures record their index in `calls`."""
-    Value, calls, nodes = impl.Value, [], []
-    budget = [10 * len(kids) + 100]
-    for i, children in enumerate(kids):
-        node = Value(0.0, tuple(nodes[c] for c in children), "f")
-        if guard:
-            node._prev = _Children(node._prev, budget)
-        node._backward = partial(calls.append, i)
-        nodes.append(node)
-    return nodes, calls
-
-
-CHAIN = 100_000
-
-
-@pytest.mark.task("6.2", points=3,
-                  hint="Replace the recursion by a loop over your own stack: push (node, False), then (node, True).")
-def test_chain_100k(impl):
+@pytest.mark.task(
+    "6.2", points=3, hint="Replace the recursion by a loop over your own stack: push (node, False), then (node, True)."
+)
+def test_chain_100k(learner):
     """a chain 100,000 nodes deep under the default recursion limit: finishes, each closure once, in order"""
     inputs = f"a chain of {CHAIN:,} nodes, each the only child of the next; backward() on the last one"
-    with collector_paused():
-        kids = [()] + [(i - 1,) for i in range(1, CHAIN)]
-        nodes, calls = _build(impl, kids)
-        root = nodes[-1]
-        del nodes
-        _backward_at_default_limit(root, inputs)
-        expect_equal(root.grad, 1.0, "root.grad after root.backward()", inputs)
-        if calls[:CHAIN - 1] != list(range(CHAIN - 1, 0, -1)) or calls[CHAIN - 1:] not in ([], [0]):
-            _check_order_by_index(calls, kids, inputs)
-            expect(False, "the _backward calls, in order", "the last node first, back to the first node",
-                   f"{len(calls)} calls, starting {calls[:5]}", inputs)
-        del root
+    kids = [[]] + [[i - 1] for i in range(1, CHAIN)]
+    got = _deep_run(learner, kids, inputs)
+    expect_equal(got["root_grad"], 1.0, "root.grad after root.backward()", inputs)
+    calls = got["calls"]
+    if calls[: CHAIN - 1] != list(range(CHAIN - 1, 0, -1)) or calls[CHAIN - 1 :] not in ([], [0]):
+        _check_order_by_index(calls, kids, inputs)
+        expect(
+            False,
+            "the _backward calls, in order",
+            "the last node first, back to the first node",
+            f"{len(calls)} calls, starting {calls[:5]}",
+            inputs,
+        )
 
 
-@pytest.mark.task("6.2", points=2,
-                  hint="With an explicit stack, append a node to the order only once all of its children are done.")
-def test_deep_ladder(impl):
+@pytest.mark.task(
+    "6.2", points=2, hint="With an explicit stack, append a node to the order only once all of its children are done."
+)
+def test_deep_ladder(learner):
     """a ladder two nodes wide and 25,000 levels deep (every node used twice): each closure once, in order"""
     levels = 25_000
-    inputs = (f"a ladder of {levels:,} levels: nodes 2k and 2k+1 both use nodes 2k-2 and 2k-1; "
-              "the root uses the last two; backward() on the root")
-    with collector_paused():
-        kids = [(), ()]
-        for k in range(1, levels):
-            kids += [(2 * k - 2, 2 * k - 1), (2 * k - 2, 2 * k - 1)]
-        kids.append((len(kids) - 2, len(kids) - 1))
-        nodes, calls = _build(impl, kids, guard=True)
-        root = nodes[-1]
-        del nodes
-        _backward_at_default_limit(root, inputs)
-        _check_order_by_index(calls, kids, inputs)
-        del root
+    inputs = (
+        f"a ladder of {levels:,} levels: nodes 2k and 2k+1 both use nodes 2k-2 and 2k-1; "
+        "the root uses the last two; backward() on the root"
+    )
+    kids = [[], []]
+    for k in range(1, levels):
+        kids += [[2 * k - 2, 2 * k - 1], [2 * k - 2, 2 * k - 1]]
+    kids.append([len(kids) - 2, len(kids) - 1])
+    _check_order_by_index(_deep_run(learner, kids, inputs, guard=True)["calls"], kids, inputs)
 
 
 @pytest.mark.hidden
-@pytest.mark.task("6.2", points=2,
-                  hint="Deep graphs with shortcuts need the same post-order as small ones: a node after its children.")
-def test_deep_random_shortcuts(impl):
+@pytest.mark.task(
+    "6.2",
+    points=2,
+    hint="Deep graphs with shortcuts need the same post-order as small ones: a node after its children.",
+)
+def test_deep_random_shortcuts(learner):
     """a seeded chain 50,000 deep with random shortcuts: each closure once, in reverse topological order"""
     depth = 50_000
     rng = random.Random(6202)
     inputs = f"a seeded chain of {depth:,} nodes where node i uses node i-1 and, often, one of the 50 nodes before it"
-    with collector_paused():
-        kids = [()]
-        for i in range(1, depth):
-            if i > 2 and rng.random() < 0.4:
-                kids.append((i - 1, rng.randint(max(0, i - 50), i - 2)))
-            else:
-                kids.append((i - 1,))
-        nodes, calls = _build(impl, kids, guard=True)
-        root = nodes[-1]
-        del nodes
-        _backward_at_default_limit(root, inputs)
-        _check_order_by_index(calls, kids, inputs)
-        del root
+    kids = [[]]
+    for i in range(1, depth):
+        if i > 2 and rng.random() < 0.4:
+            kids.append([i - 1, rng.randint(max(0, i - 50), i - 2)])
+        else:
+            kids.append([i - 1])
+    _check_order_by_index(_deep_run(learner, kids, inputs, guard=True)["calls"], kids, inputs)

@@ -2,9 +2,11 @@
 
 Task 7.1 owns the `_backward` closures of `__add__`, `__mul__` and `tanh`
 together: every check here reuses a Value, so a closure that assigns (`=`)
-instead of adding (`+=`) loses a contribution. The sweeps call each node's
-`_backward` directly in a reverse topological order written by the test;
-`backward()` (task 6.1) is never used.
+instead of adding (`+=`) loses a contribution. The scenarios build small
+programs with the learner's operations and call each node's `_backward`
+directly, in a reverse topological order the judgement chooses; `backward()`
+(task 6.1) is never used. Expected grads come from hand values, the grader's
+finite differences and forward-mode derivatives on plain floats.
 """
 
 import math
@@ -12,124 +14,159 @@ import random
 
 import pytest
 
-from autograder.kit.checks import expect_close, finite_difference
-from autograder.kit.testkit import expect_value
+from autograder.kit.checks import CheckFailed, expect_close, finite_difference
+from autograder.kit.scenario import data_of, grad_of, scenario, type_name
 
-
-
+# op: (task of its local rule, a, b, out.grad, expected (a.grad, b.grad))
 LOCAL_RULES = {
-    # op: (task, how to build from a and b, a, b, out.grad, expected (a.grad, b.grad))
-    "+": ("5.2", lambda a, b: a + b, 1.5, -0.5, 2.0, (2.0, 2.0)),
-    "*": ("5.3", lambda a, b: a * b, 1.5, -0.5, 2.0, (-1.0, 3.0)),
-    "tanh": ("5.1", lambda a, b: a.tanh(), 0.4, 0.0, 2.0, ((1 - math.tanh(0.4) ** 2) * 2.0, 0.0)),
+    "+": ("5.2", 1.5, -0.5, 2.0, (2.0, 2.0)),
+    "*": ("5.3", 1.5, -0.5, 2.0, (-1.0, 3.0)),
+    "tanh": ("5.1", 0.4, 0.0, 2.0, ((1 - math.tanh(0.4) ** 2) * 2.0, 0.0)),
 }
 
+# --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 
-def _local_rules_first(impl, *ops: str) -> None:
+
+@scenario
+def local_rule(impl, op, x, y, g):
+    """c = a op b (or a.tanh()) with no reuse; c.grad = g, then c._backward(): what a and b received."""
+    a, b = impl.Value(x), impl.Value(y)
+    c = a.tanh() if op == "tanh" else (a + b if op == "+" else a * b)
+    if not isinstance(c, impl.Value):
+        return {"type": type_name(c)}
+    c.grad = g
+    c._backward()
+    return {"type": "Value", "a": grad_of(a), "b": grad_of(b)}
+
+
+@scenario
+def run_program(impl, leaves, steps, order, sweeps=1):
+    """Leaves {name: number}, then steps [name, op, left, right] ('+', '*' or 'tanh', which ignores right).
+
+    Then, `sweeps` times: the grad of `order[0]` (the root) is set to 1.0 and
+    each node of `order` has its `_backward` called once, in that order. Reports
+    every node's data and grad, or the first step that did not return a Value.
+    """
+    nodes = {name: impl.Value(x) for name, x in leaves.items()}
+    for name, op, left, right in steps:
+        a, b = nodes[left], nodes[right]
+        out = a.tanh() if op == "tanh" else (a + b if op == "+" else a * b)
+        if not isinstance(out, impl.Value):
+            return {"not_a_value": name, "type": type_name(out)}
+        nodes[name] = out
+    for _ in range(sweeps):
+        nodes[order[0]].grad = 1.0
+        for name in order:
+            nodes[name]._backward()
+    return {
+        "data": {name: data_of(v) for name, v in nodes.items()},
+        "grads": {name: grad_of(v) for name, v in nodes.items()},
+    }
+
+
+# --- judgements: run here, on the trusted side ----------------------------------------------------------------------
+
+
+def _local_rules_first(learner, *ops: str) -> None:
     """Check each op's closure once without reuse, so a wrong local rule is reported as such (tasks 5.1 to 5.3)."""
     for op in ops:
-        task, build, x, y, g, (ga, gb) = LOCAL_RULES[op]
+        task, x, y, g, (ga, gb) = LOCAL_RULES[op]
         text = "c = a.tanh()" if op == "tanh" else f"c = a {op} b"
         inputs = f"a = Value({x}), b = Value({y}), {text}, c.grad = {g}, then c._backward() (no reuse)"
-        a, b = impl.Value(x), impl.Value(y)
-        c = build(a, b)
-        expect_value(c, impl.Value, text[4:], inputs)
-        c.grad = g
-        c._backward()
-        note = (f"this is the local rule of the {op} closure (task {task}), checked before any reuse: "
-                f"get task {task} passing first")
-        expect_close(a.grad, ga, "a.grad", inputs, note=note)
-        expect_close(b.grad, gb, "b.grad", inputs, note=note)
+        got = learner.run(local_rule, op, x, y, g)
+        if got["type"] != "Value":
+            raise CheckFailed(f"type of {text[4:]}", "a Value", got["type"], inputs)
+        note = (
+            f"this is the local rule of the {op} closure (task {task}), checked before any reuse: "
+            f"get task {task} passing first"
+        )
+        expect_close(got["a"], ga, "a.grad", inputs, note=note)
+        expect_close(got["b"], gb, "b.grad", inputs, note=note)
 
 
-def _sweep(root, order) -> None:
-    """What backward() does, with the order given by the test: seed the root, then each closure once."""
-    root.grad = 1.0
-    for node in order:
-        node._backward()
+def _run(learner, leaves: dict, steps: list, order: list[str], inputs: str, sweeps: int = 1) -> dict:
+    """Run a program and its sweep(s) over the learner's operations; fail at once if a step gave no Value."""
+    got = learner.run(run_program, leaves, steps, order, sweeps)
+    if "not_a_value" in got:
+        step = next(s for s in steps if s[0] == got["not_a_value"])
+        what = f"{step[2]}.tanh()" if step[1] == "tanh" else f"{step[2]} {step[1]} {step[3]}"
+        raise CheckFailed(f"type of {what}", "a Value", got["type"], inputs)
+    return got
+
+
+def _tanh(name: str, arg: str) -> list[str]:
+    return [name, "tanh", arg, arg]
 
 
 @pytest.mark.task("7.1", points=2, hint="b = a + a: both inputs of b are a, so the + closure must ADD to a.grad twice.")
-def test_add_reuse(impl):
+def test_add_reuse(learner):
     """b = a + a gives a.grad == 2, not 1"""
-    _local_rules_first(impl, "+")
+    _local_rules_first(learner, "+")
     inputs = "a = Value(3.0), b = a + a, b.grad = 1.0, then b._backward()"
-    a = impl.Value(3.0)
-    b = a + a
-    expect_value(b, impl.Value, "a + a", inputs)
-    _sweep(b, [b])
-    expect_close(a.grad, 2.0, "a.grad", inputs, note="both of b's inputs are a: its two contributions add up")
+    got = _run(learner, {"a": 3.0}, [["b", "+", "a", "a"]], ["b"], inputs)
+    note = "both of b's inputs are a: its two contributions add up"
+    expect_close(got["grads"]["a"], 2.0, "a.grad", inputs, note=note)
 
 
 @pytest.mark.task("7.1", points=2, hint="b = a * a: the * closure adds a.data * out.grad to a.grad twice, giving 2a.")
-def test_mul_reuse(impl):
+def test_mul_reuse(learner):
     """b = a * a gives a.grad == 2a"""
-    _local_rules_first(impl, "*")
+    _local_rules_first(learner, "*")
     for x in (-1.5, 4.0):
         inputs = f"a = Value({x}), b = a * a, b.grad = 1.0, then b._backward()"
-        a = impl.Value(x)
-        b = a * a
-        expect_value(b, impl.Value, "a * a", inputs)
-        _sweep(b, [b])
-        expect_close(a.grad, 2 * x, "a.grad (d(a*a)/da = 2a)", inputs)
+        got = _run(learner, {"a": x}, [["b", "*", "a", "a"]], ["b"], inputs)
+        expect_close(got["grads"]["a"], 2 * x, "a.grad (d(a*a)/da = 2a)", inputs)
 
 
-@pytest.mark.task("7.1", points=2,
-                  hint="a feeds both d = a*b and e = a+b: df/da = e*b + d. Every closure must use +=, never =.")
-def test_lesson_example(impl):
+@pytest.mark.task(
+    "7.1", points=2, hint="a feeds both d = a*b and e = a+b: df/da = e*b + d. Every closure must use +=, never =."
+)
+def test_lesson_example(learner):
     """a = -2, b = 3, d = a*b, e = a+b, f = d*e: df/da = -3, df/db = -8 (either sweep order)"""
-    _local_rules_first(impl, "+", "*")
-    for order_name in ("f, d, e", "f, e, d"):
-        inputs = f"a = -2, b = 3, d = a*b, e = a + b, f = d*e; f.grad = 1.0, then _backward() of {order_name}"
-        a, b = impl.Value(-2.0), impl.Value(3.0)
-        d = a * b
-        e = a + b
-        expect_value(d, impl.Value, "a * b", inputs)
-        expect_value(e, impl.Value, "a + b", inputs)
-        f = d * e
-        expect_value(f, impl.Value, "d * e", inputs)
-        expect_close(f.data, -6.0, "f.data", inputs)
-        _sweep(f, [f, d, e] if order_name == "f, d, e" else [f, e, d])
-        expect_close(d.grad, 1.0, "d.grad (= e)", inputs)
-        expect_close(e.grad, -6.0, "e.grad (= d)", inputs)
-        expect_close(a.grad, -3.0, "a.grad (df/da = e*b + d)", inputs)
-        expect_close(b.grad, -8.0, "b.grad (df/db = e*a + d)", inputs)
+    _local_rules_first(learner, "+", "*")
+    steps = [["d", "*", "a", "b"], ["e", "+", "a", "b"], ["f", "*", "d", "e"]]
+    for order in (["f", "d", "e"], ["f", "e", "d"]):
+        inputs = f"a = -2, b = 3, d = a*b, e = a + b, f = d*e; f.grad = 1.0, then _backward() of {', '.join(order)}"
+        got = _run(learner, {"a": -2.0, "b": 3.0}, steps, order, inputs)
+        expect_close(got["data"]["f"], -6.0, "f.data", inputs)
+        grads = got["grads"]
+        expect_close(grads["d"], 1.0, "d.grad (= e)", inputs)
+        expect_close(grads["e"], -6.0, "e.grad (= d)", inputs)
+        expect_close(grads["a"], -3.0, "a.grad (df/da = e*b + d)", inputs)
+        expect_close(grads["b"], -8.0, "b.grad (df/db = e*a + d)", inputs)
 
 
-@pytest.mark.task("7.1", points=2,
-                  hint="The tanh closure too: self.grad += (1 - t**2) * out.grad, so a reused input keeps both parts.")
-def test_tanh_reuse(impl):
+@pytest.mark.task(
+    "7.1",
+    points=2,
+    hint="The tanh closure too: self.grad += (1 - t**2) * out.grad, so a reused input keeps both parts.",
+)
+def test_tanh_reuse(learner):
     """tanh outputs and inputs used twice: t + t, a.tanh() + a, a.tanh() * a.tanh()"""
-    _local_rules_first(impl, "tanh", "+", "*")
+    _local_rules_first(learner, "tanh", "+", "*")
     x = 0.6
     t_val = math.tanh(x)
     local = 1 - t_val**2
 
     inputs = f"a = Value({x}), t = a.tanh(), s = t + t; s.grad = 1.0, then _backward() of s, t"
-    a = impl.Value(x)
-    t = a.tanh()
-    expect_value(t, impl.Value, "a.tanh()", inputs)
-    s = t + t
-    _sweep(s, [s, t])
-    expect_close(t.grad, 2.0, "t.grad", inputs)
-    expect_close(a.grad, 2 * local, "a.grad (= 2 * (1 - t**2))", inputs)
+    got = _run(learner, {"a": x}, [_tanh("t", "a"), ["s", "+", "t", "t"]], ["s", "t"], inputs)
+    expect_close(got["grads"]["t"], 2.0, "t.grad", inputs)
+    expect_close(got["grads"]["a"], 2 * local, "a.grad (= 2 * (1 - t**2))", inputs)
 
     inputs = f"a = Value({x}), t = a.tanh(), s = t + a; s.grad = 1.0, then _backward() of s, t"
-    a = impl.Value(x)
-    t = a.tanh()
-    s = t + a
-    expect_value(s, impl.Value, "t + a", inputs)
-    _sweep(s, [s, t])
-    expect_close(a.grad, 1 + local, "a.grad (= 1 + (1 - t**2))", inputs,
-                 note="a gets 1 from the + and 1 - t**2 through the tanh: the tanh closure must add its part")
+    got = _run(learner, {"a": x}, [_tanh("t", "a"), ["s", "+", "t", "a"]], ["s", "t"], inputs)
+    expect_close(
+        got["grads"]["a"],
+        1 + local,
+        "a.grad (= 1 + (1 - t**2))",
+        inputs,
+        note="a gets 1 from the + and 1 - t**2 through the tanh: the tanh closure must add its part",
+    )
 
     inputs = f"a = Value({x}), t1 = a.tanh(), t2 = a.tanh(), p = t1 * t2; p.grad = 1.0, then _backward() of p, t1, t2"
-    a = impl.Value(x)
-    t1, t2 = a.tanh(), a.tanh()
-    p = t1 * t2
-    expect_value(p, impl.Value, "t1 * t2", inputs)
-    _sweep(p, [p, t1, t2])
-    expect_close(a.grad, 2 * t_val * local, "a.grad (= 2 * t * (1 - t**2))", inputs)
+    steps = [_tanh("t1", "a"), _tanh("t2", "a"), ["p", "*", "t1", "t2"]]
+    got = _run(learner, {"a": x}, steps, ["p", "t1", "t2"], inputs)
+    expect_close(got["grads"]["a"], 2 * t_val * local, "a.grad (= 2 * t * (1 - t**2))", inputs)
 
 
 def _deep(x: float, y: float):
@@ -142,52 +179,55 @@ def _deep(x: float, y: float):
     return u * y + q
 
 
-@pytest.mark.task("7.1", points=2,
-                  hint="A Value used at several depths collects a contribution from each use: += everywhere.")
-def test_reuse_deep_in_graph(impl):
+@pytest.mark.task(
+    "7.1", points=2, hint="A Value used at several depths collects a contribution from each use: += everywhere."
+)
+def test_reuse_deep_in_graph(learner):
     """x and y reused at several depths: the grads match finite differences"""
-    _local_rules_first(impl, "+", "*", "tanh")
+    _local_rules_first(learner, "+", "*", "tanh")
     x0, y0 = 0.7, -1.3
-    inputs = (f"x = {x0}, y = {y0}; p = x*y; q = p + x; r = q.tanh(); s = r*x; u = s + p; o = u*y + q; "
-              "o.grad = 1.0, then _backward() of o, u*y, u, s, r, q, p")
-    x, y = impl.Value(x0), impl.Value(y0)
-    p = x * y
-    q = p + x
-    r = q.tanh()
-    s = r * x
-    u = s + p
-    uy = u * y
-    o = uy + q
-    built = ((p, "x*y"), (q, "p + x"), (r, "q.tanh()"), (s, "r*x"), (u, "s + p"), (uy, "u*y"), (o, "u*y + q"))
-    for node, what in built:
-        expect_value(node, impl.Value, what, inputs)
-    expect_close(o.data, _deep(x0, y0), "o.data", inputs)
-    _sweep(o, [o, uy, u, s, r, q, p])
-    expect_close(x.grad, finite_difference(lambda v: _deep(v, y0), x0), "x.grad (do/dx)", inputs, rel=1e-6)
-    expect_close(y.grad, finite_difference(lambda v: _deep(x0, v), y0), "y.grad (do/dy)", inputs, rel=1e-6)
+    inputs = (
+        f"x = {x0}, y = {y0}; p = x*y; q = p + x; r = q.tanh(); s = r*x; u = s + p; o = u*y + q; "
+        "o.grad = 1.0, then _backward() of o, u*y, u, s, r, q, p"
+    )
+    steps = [
+        ["p", "*", "x", "y"],
+        ["q", "+", "p", "x"],
+        _tanh("r", "q"),
+        ["s", "*", "r", "x"],
+        ["u", "+", "s", "p"],
+        ["u*y", "*", "u", "y"],
+        ["o", "+", "u*y", "q"],
+    ]
+    got = _run(learner, {"x": x0, "y": y0}, steps, ["o", "u*y", "u", "s", "r", "q", "p"], inputs)
+    expect_close(got["data"]["o"], _deep(x0, y0), "o.data", inputs)
+    expect_close(got["grads"]["x"], finite_difference(lambda v: _deep(v, y0), x0), "x.grad (do/dx)", inputs, rel=1e-6)
+    expect_close(got["grads"]["y"], finite_difference(lambda v: _deep(x0, v), y0), "y.grad (do/dy)", inputs, rel=1e-6)
 
 
-@pytest.mark.task("7.1", points=2,
-                  hint="A second sweep without zeroing adds the same amounts again: only += makes the grads double.")
-def test_second_sweep_doubles(impl):
+@pytest.mark.task(
+    "7.1", points=2, hint="A second sweep without zeroing adds the same amounts again: only += makes the grads double."
+)
+def test_second_sweep_doubles(learner):
     """sweeping twice without zeroing doubles the leaves' grads (f = a*b, s = a + b, t = a.tanh())"""
-    _local_rules_first(impl, "*", "+", "tanh")
+    _local_rules_first(learner, "*", "+", "tanh")
     x, y = 2.0, -3.0
     cases = (
-        ("f = a * b", lambda a, b: a * b, (y, x)),
-        ("s = a + b", lambda a, b: a + b, (1.0, 1.0)),
-        ("t = a.tanh()", lambda a, b: a.tanh(), (1 - math.tanh(x) ** 2, 0.0)),
+        ("f = a * b", ["f", "*", "a", "b"], (y, x)),
+        ("s = a + b", ["s", "+", "a", "b"], (1.0, 1.0)),
+        ("t = a.tanh()", _tanh("t", "a"), (1 - math.tanh(x) ** 2, 0.0)),
     )
-    for text, build, (ga, gb) in cases:
-        inputs = f"a = Value({x}), b = Value({y}), {text}; twice: {text.split()[0]}.grad = 1.0, then its _backward()"
-        a, b = impl.Value(x), impl.Value(y)
-        out = build(a, b)
-        expect_value(out, impl.Value, text.split(" = ")[1], inputs)
-        _sweep(out, [out])
-        _sweep(out, [out])
-        expect_close(a.grad, 2 * ga, "a.grad after two sweeps", inputs,
-                     note="backward() twice without zero_grad doubles the grads: this is why training zeroes them")
-        expect_close(b.grad, 2 * gb, "b.grad after two sweeps", inputs)
+    for text, step, (ga, gb) in cases:
+        inputs = f"a = Value({x}), b = Value({y}), {text}; twice: {step[0]}.grad = 1.0, then its _backward()"
+        got = _run(learner, {"a": x, "b": y}, [step], [step[0]], inputs, sweeps=2)
+        expect_close(
+            got["grads"]["a"],
+            2 * ga,
+            "a.grad after two sweeps",
+            inputs,
+            note="backward() twice without zero_grad doubles the grads: this is why training zeroes them",
+        )
+        expect_close(got["grads"]["b"], 2 * gb, "b.grad after two sweeps", inputs)
 
 
 def _random_program(rng: random.Random, leaves: int, ops: int):
@@ -221,29 +261,34 @@ def _dual(values, steps, leaf: int):
 
 @pytest.mark.hidden
 @pytest.mark.task("7.1", points=2, hint="Reuse anywhere in a graph: every closure (+, * and tanh) must add with +=.")
-def test_random_reuse(impl):
+def test_random_reuse(learner):
     """seeded random expressions with heavy reuse: the leaves' grads match forward-mode derivatives"""
-    _local_rules_first(impl, "+", "*", "tanh")
+    _local_rules_first(learner, "+", "*", "tanh")
     rng = random.Random(7101)
     for trial in range(30):
         values, steps = _random_program(rng, rng.randint(1, 3), rng.randint(3, 14))
-        text = "; ".join(f"n{len(values) + k} = " + (f"n{i}.tanh()" if op == "tanh" else f"n{i} {op} n{j}")
-                         for k, (op, i, j) in enumerate(steps))
-        inputs = (f"seeded expression #{trial}: leaves {', '.join(f'n{i} = {v!r}' for i, v in enumerate(values))}; "
-                  f"{text}; the last node's grad = 1.0, then the _backward of every node it depends on, "
-                  "from the last to the first")
-        nodes = [impl.Value(v) for v in values]
-        for op, i, j in steps:
-            out = nodes[i].tanh() if op == "tanh" else (nodes[i] + nodes[j] if op == "+" else nodes[i] * nodes[j])
-            expect_value(out, impl.Value, f"an operation {op!r}", inputs)
-            nodes.append(out)
-        used, last = set(), len(nodes) - 1
+        text = "; ".join(
+            f"n{len(values) + k} = " + (f"n{i}.tanh()" if op == "tanh" else f"n{i} {op} n{j}")
+            for k, (op, i, j) in enumerate(steps)
+        )
+        inputs = (
+            f"seeded expression #{trial}: leaves {', '.join(f'n{i} = {v!r}' for i, v in enumerate(values))}; "
+            f"{text}; the last node's grad = 1.0, then the _backward of every node it depends on, "
+            "from the last to the first"
+        )
+        used, last = set(), len(values) + len(steps) - 1
         for k in range(last, len(values) - 1, -1):  # the nodes the last one depends on, by the program's own steps
             if k == last or k in used:
                 used.add(k)
                 op, i, j = steps[k - len(values)]
                 used.update((i,) if op == "tanh" else (i, j))
-        _sweep(nodes[-1], [nodes[k] for k in range(last, len(values) - 1, -1) if k in used])
+        got = _run(
+            learner,
+            {f"n{i}": v for i, v in enumerate(values)},
+            [[f"n{len(values) + k}", op, f"n{i}", f"n{j}"] for k, (op, i, j) in enumerate(steps)],
+            [f"n{k}" for k in range(last, len(values) - 1, -1) if k in used],
+            inputs,
+        )
         for leaf in range(len(values)):
             value, derivative = _dual(values, steps, leaf)
-            expect_close(nodes[leaf].grad, derivative, f"n{leaf}.grad", inputs, rel=1e-9, abs_tol=1e-12)
+            expect_close(got["grads"][f"n{leaf}"], derivative, f"n{leaf}.grad", inputs, rel=1e-9, abs_tol=1e-12)

@@ -1,4 +1,12 @@
-"""Lesson 9 · Checking against PyTorch (tasks 9.1 and 9.2)."""
+"""Lesson 9 · Checking against PyTorch (tasks 9.1 and 9.2).
+
+Each check is a scenario (`@scenario`: runs in the worker, where torch is
+preloaded, calls the learner's `torch_neuron` or `Tanh` Function, runs
+`torch.autograd.gradcheck` on it there, and reports numbers, type names and
+outcomes) and a judgement (the test: compares that report with the closed form,
+PyTorch's own float64 `torch.tanh`, or the reference engine, all computed here
+on the trusted side).
+"""
 
 import math
 import random
@@ -6,8 +14,140 @@ import random
 import pytest
 import torch
 
-from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.grading.loading import reference
+from autograder.kit.checks import CheckFailed, expect, expect_close, expect_equal
+from autograder.kit.scenario import outcome, scenario, type_name
+
+# --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
+
+
+@scenario
+def neuron(impl, inputs):
+    """`torch_neuron(**inputs)`: its shape (a 2-tuple of o and a dict?), o, the grads, and their type names."""
+    result = impl.torch_bridge.torch_neuron(**inputs)
+    pair = isinstance(result, tuple) and len(result) == 2
+    o, grads = result if pair else (None, None)
+    keys = sorted(str(k) for k in grads) if isinstance(grads, dict) else None
+    return {
+        "type": type_name(result),
+        "pair": pair,
+        "o": o,
+        "o_type": type_name(o),
+        "grads_type": type_name(grads),
+        "keys": keys,
+        "grads": {str(k): v for k, v in grads.items()} if isinstance(grads, dict) else None,
+        "grad_types": {str(k): type_name(v) for k, v in grads.items()} if isinstance(grads, dict) else None,
+    }
+
+
+@scenario
+def tensor_report(impl, t):
+    """A result that should be a float64 tensor: its type name, and its shape, dtype and values when it is a tensor."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return {"type": type_name(t), "shape": None, "dtype": None, "values": None}
+    values = t.detach().double().reshape(-1).tolist()
+    return {"type": "Tensor", "shape": list(t.shape), "dtype": str(t.dtype), "values": values}
+
+
+@scenario
+def tanh_apply(impl, xs):
+    """Whether `Tanh` is a torch.autograd.Function, and what `Tanh.apply(x)` returns for x = tensor(xs)."""
+    import torch
+
+    Tanh = impl.torch_bridge.Tanh
+    is_function = isinstance(Tanh, type) and issubclass(Tanh, torch.autograd.Function)
+    if not is_function:
+        return {"is_function": False, "y": None}
+    return {"is_function": True, "y": tensor_report(impl, Tanh.apply(torch.tensor(xs, dtype=torch.double)))}
+
+
+@scenario
+def tanh_direct(impl, xs, gs):
+    """`Tanh.forward(ctx, x)` then `Tanh.backward(ctx, g)`, called by the grader with a stand-in for PyTorch's ctx."""
+    import torch
+
+    class FakeCtx:
+        def __init__(self):
+            self.saved_tensors = ()
+            self.needs_input_grad = (True,)
+
+        def save_for_backward(self, *tensors):
+            self.saved_tensors = tensors
+
+        def mark_dirty(self, *args):
+            pass
+
+        def mark_non_differentiable(self, *args):
+            pass
+
+        def set_materialize_grads(self, value):
+            pass
+
+    Tanh, ctx = impl.torch_bridge.Tanh, FakeCtx()
+    x, g = torch.tensor(xs, dtype=torch.double), torch.tensor(gs, dtype=torch.double)
+    with torch.no_grad():
+        Tanh.forward(ctx, x)
+        grad = Tanh.backward(ctx, g)
+    if isinstance(grad, tuple) and len(grad) == 1:
+        grad = grad[0]
+    return tensor_report(impl, grad)
+
+
+@scenario
+def tanh_gradcheck(impl, xs):
+    """`torch.autograd.gradcheck(Tanh.apply, (x,))` on x = tensor(xs), as an outcome: its boolean, or what it raised."""
+    import torch
+
+    Tanh = impl.torch_bridge.Tanh
+    x = torch.tensor(xs, dtype=torch.double, requires_grad=True)
+    return outcome(lambda: bool(torch.autograd.gradcheck(Tanh.apply, (x,), raise_exception=False)))
+
+
+@scenario
+def tanh_through_autograd(impl, xs, gs):
+    """Tanh.apply(x), its grad_fn, and the gradient PyTorch's autograd gets for x when g flows back from the output."""
+    import torch
+
+    Tanh = impl.torch_bridge.Tanh
+    x = torch.tensor(xs, dtype=torch.double, requires_grad=True)
+    y = Tanh.apply(x)
+    grad_fn = getattr(y, "grad_fn", None)
+    own = (
+        isinstance(grad_fn, torch.autograd.function.BackwardCFunction)
+        and getattr(grad_fn, "_forward_cls", None) is Tanh
+    )
+    (grad,) = torch.autograd.grad(y, x, grad_outputs=torch.tensor(gs, dtype=torch.double))
+    return {"own_grad_fn": own, "grad_fn_type": type_name(grad_fn), "grad": tensor_report(impl, grad)}
+
+
+@scenario
+def tanh_neuron(impl, inputs, g_out):
+    """o = Tanh.apply(x1·w1 + x2·w2 + b) on float64 scalar tensors; backpropagate g_out; o and each leaf's grad."""
+    import torch
+
+    tensors = {k: torch.tensor(v, dtype=torch.double, requires_grad=True) for k, v in inputs.items()}
+    n = tensors["x1"] * tensors["w1"] + tensors["x2"] * tensors["w2"] + tensors["b"]
+    o = impl.torch_bridge.Tanh.apply(n)
+    o.backward(torch.tensor(g_out, dtype=torch.double))
+    return {"o": o.item(), "grads": {k: t.grad.item() if t.grad is not None else None for k, t in tensors.items()}}
+
+
+@scenario
+def engine_neuron(impl, inputs, g_out):
+    """The same neuron with `Value.tanh`; gradients pushed by the grader's own calls of each `_backward`."""
+    leaves = {k: impl.Value(v) for k, v in inputs.items()}
+    p1, p2 = leaves["x1"] * leaves["w1"], leaves["x2"] * leaves["w2"]
+    s = p1 + p2
+    n = s + leaves["b"]
+    o = n.tanh()
+    o.grad = g_out
+    for node in (o, n, s, p2, p1):
+        node._backward()
+    return {"o": o.data, "grads": {k: v.grad for k, v in leaves.items()}}
+
+
+# --- judgements: run here, on the trusted side ----------------------------------------------------------------------
 
 NAMES = ("x1", "x2", "w1", "w2", "b")
 LESSON_NEURON = dict(x1=2.0, x2=0.0, w1=-3.0, w2=1.0, b=6.8813735870195432)
@@ -20,18 +160,34 @@ def _neuron_oracle(x1, x2, w1, w2, b):
     return o, dict(x1=dn * w1, x2=dn * w2, w1=dn * x1, w2=dn * x2, b=dn)
 
 
-def _check_neuron(impl, inputs_dict, rel):
+def _check_neuron(learner, inputs_dict, rel):
     inputs = ", ".join(f"{k} = {v!r}" for k, v in inputs_dict.items())
-    result = impl.torch_bridge.torch_neuron(**inputs_dict)
-    expect(isinstance(result, tuple) and len(result) == 2, "torch_neuron(...) returns (o, grads)",
-           "a tuple of 2", type(result).__name__, inputs)
-    o, grads = result
-    expect(isinstance(grads, dict) and set(grads) == set(NAMES), "the keys of grads", sorted(NAMES),
-           sorted(grads) if isinstance(grads, dict) else type(grads).__name__, inputs)
+    got = learner.run(neuron, inputs_dict)
+    expect(got["pair"], "torch_neuron(...) returns (o, grads)", "a tuple of 2", got["type"], inputs)
+    keys = got["keys"]
+    expect(
+        keys == sorted(NAMES),
+        "the keys of grads",
+        sorted(NAMES),
+        keys if keys is not None else got["grads_type"],
+        inputs,
+    )
     want_o, want = _neuron_oracle(**inputs_dict)
-    expect_close(o, want_o, "o", inputs, rel=rel, abs_tol=1e-12)
+    expect_close(got["o"], want_o, "o", inputs, rel=rel, abs_tol=1e-12)
     for name in NAMES:
-        expect_close(grads[name], want[name], f"grads['{name}'] (do/d{name})", inputs, rel=rel, abs_tol=1e-12)
+        expect_close(got["grads"][name], want[name], f"grads['{name}'] (do/d{name})", inputs, rel=rel, abs_tol=1e-12)
+
+
+def _expect_tensor_close(report: dict, want: torch.Tensor, what: str, inputs: str) -> None:
+    """Fail unless the scenario's tensor report is a tensor of `want`'s shape and values (torch.allclose, 1e-12)."""
+    expect(report["type"] == "Tensor", f"type of {what}", "Tensor", report["type"], inputs)
+    ok = report["shape"] == list(want.shape) and torch.allclose(
+        torch.tensor(report["values"], dtype=torch.double).reshape(want.shape), want, rtol=1e-12, atol=1e-12
+    )
+    if not ok:
+        shown = report["values"] if report["shape"] == list(want.shape) else f"shape {report['shape']}"
+        note = None if report["dtype"] == "torch.float64" else f"the result is {report['dtype']}, not torch.float64"
+        raise CheckFailed(what, want.tolist(), shown, inputs, note)
 
 
 # ---------------------------------------------------------------------------
@@ -39,151 +195,127 @@ def _check_neuron(impl, inputs_dict, rel):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.task("9.1", points=2, hint="n = x1*w1 + x2*w2 + b; o = torch.tanh(n); o.backward(); read each leaf's .grad.")
-def test_torch_neuron_lesson_numbers(impl):
+@pytest.mark.task(
+    "9.1", points=2, hint="n = x1*w1 + x2*w2 + b; o = torch.tanh(n); o.backward(); read each leaf's .grad."
+)
+def test_torch_neuron_lesson_numbers(learner):
     """the lesson-5 neuron in PyTorch: o = 0.7071, grads x1 = -1.5, w1 = 1.0, x2 = 0.5, w2 = 0.0, b = 0.5"""
-    _check_neuron(impl, LESSON_NEURON, rel=1e-9)
+    _check_neuron(learner, LESSON_NEURON, rel=1e-9)
 
 
-@pytest.mark.task("9.1", points=1, hint="Return o.item() and t.grad.item() for each leaf: plain Python floats, not tensors.")
-def test_torch_neuron_returns_plain_floats(impl):
+@pytest.mark.task(
+    "9.1", points=1, hint="Return o.item() and t.grad.item() for each leaf: plain Python floats, not tensors."
+)
+def test_torch_neuron_returns_plain_floats(learner):
     """o and every gradient come back as plain Python floats"""
-    o, grads = impl.torch_bridge.torch_neuron(**LESSON_NEURON)
-    expect_equal(type(o).__name__, "float", "type of o", note="use .item() to turn a one-number tensor into a float")
+    got = learner.run(neuron, LESSON_NEURON)
+    expect(got["pair"], "torch_neuron(...) returns (o, grads)", "a tuple of 2", got["type"])
+    expect_equal(got["o_type"], "float", "type of o", note="use .item() to turn a one-number tensor into a float")
+    types = got["grad_types"] or {}
     for name in NAMES:
-        value = grads.get(name) if isinstance(grads, dict) else None
-        expect_equal(type(value).__name__, "float", f"type of grads['{name}']",
-                     note="use .grad.item() to turn a leaf's gradient into a float")
+        expect_equal(
+            types.get(name, "NoneType"),
+            "float",
+            f"type of grads['{name}']",
+            note="use .grad.item() to turn a leaf's gradient into a float",
+        )
 
 
 @pytest.mark.hidden
-@pytest.mark.task("9.1", points=2, hint="Use float64 tensors (dtype=torch.double) so the results agree to the last digits.")
-def test_torch_neuron_seeded(impl):
+@pytest.mark.task(
+    "9.1", points=2, hint="Use float64 tensors (dtype=torch.double) so the results agree to the last digits."
+)
+def test_torch_neuron_seeded(learner):
     """the neuron in PyTorch on seeded inputs, against the closed form"""
     rng = random.Random(9101)
     for _ in range(10):
         inputs_dict = {name: rng.uniform(-2, 2) for name in NAMES}
-        _check_neuron(impl, inputs_dict, rel=1e-10)
+        _check_neuron(learner, inputs_dict, rel=1e-10)
 
 
 # ---------------------------------------------------------------------------
 # 9.2 Tanh autograd Function
 # ---------------------------------------------------------------------------
 
+X_PAGE = [-2.0, -0.5, 0.0, 0.8813735870195432, 3.0]
 
-def _random_tensor(seed, n=8, requires_grad=True):
+
+def _random_values(seed, n=8):
+    """Seeded inputs in [-3, 3), drawn with torch's generator (the same numbers on every machine)."""
     gen = torch.Generator().manual_seed(seed)
-    x = torch.rand(n, dtype=torch.double, generator=gen) * 6 - 3
-    return x.requires_grad_(requires_grad)
+    return (torch.rand(n, dtype=torch.double, generator=gen) * 6 - 3).tolist()
 
 
-class _FakeCtx:
-    """Stands in for PyTorch's ctx when the grader calls forward and backward itself."""
-
-    def __init__(self):
-        self.saved_tensors = ()
-        self.needs_input_grad = (True,)
-
-    def save_for_backward(self, *tensors):
-        self.saved_tensors = tensors
-
-    def mark_dirty(self, *args):
-        pass
-
-    def mark_non_differentiable(self, *args):
-        pass
-
-    def set_materialize_grads(self, value):
-        pass
-
-
-@pytest.mark.task("9.2", points=1, hint="forward computes t = torch.tanh(x), saves it with ctx.save_for_backward(t), returns t.")
-def test_tanh_apply_forward(impl):
+@pytest.mark.task(
+    "9.2", points=1, hint="forward computes t = torch.tanh(x), saves it with ctx.save_for_backward(t), returns t."
+)
+def test_tanh_apply_forward(learner):
     """Tanh.apply(x) equals torch.tanh(x)"""
-    Tanh = impl.torch_bridge.Tanh
-    expect(isinstance(Tanh, type) and issubclass(Tanh, torch.autograd.Function),
-           "Tanh is a subclass of torch.autograd.Function", True, False)
-    x = torch.tensor([-2.0, -0.5, 0.0, 0.8813735870195432, 3.0], dtype=torch.double)
-    y = Tanh.apply(x)
-    expect(isinstance(y, torch.Tensor), "type of Tanh.apply(x)", "Tensor", type(y).__name__)
-    expect(y.shape == x.shape and torch.allclose(y, torch.tanh(x), rtol=1e-12, atol=1e-12), "Tanh.apply(x)",
-           torch.tanh(x).tolist(), y.tolist(), f"x = {x.tolist()}")
+    got = learner.run(tanh_apply, X_PAGE)
+    expect(got["is_function"], "Tanh is a subclass of torch.autograd.Function", True, False)
+    x = torch.tensor(X_PAGE, dtype=torch.double)
+    _expect_tensor_close(got["y"], torch.tanh(x), "Tanh.apply(x)", f"x = {X_PAGE}")
 
 
 @pytest.mark.task("9.2", points=2, hint="backward returns (1 - t**2) * grad_output, with t from ctx.saved_tensors.")
-def test_tanh_backward_direct(impl):
+def test_tanh_backward_direct(learner):
     """Tanh.backward(ctx, g), called with a ctx filled by Tanh.forward, returns (1 - tanh(x)²)·g"""
-    Tanh = impl.torch_bridge.Tanh
-    x = torch.tensor([-2.0, -0.5, 0.0, 0.8813735870195432, 3.0], dtype=torch.double)
-    g = torch.tensor([1.0, 2.0, -1.0, 0.5, 3.0], dtype=torch.double)
-    ctx = _FakeCtx()
-    with torch.no_grad():
-        Tanh.forward(ctx, x)
-        grad = Tanh.backward(ctx, g)
-    if isinstance(grad, tuple) and len(grad) == 1:
-        grad = grad[0]
+    gs = [1.0, 2.0, -1.0, 0.5, 3.0]
+    got = learner.run(tanh_direct, X_PAGE, gs)
+    x, g = torch.tensor(X_PAGE, dtype=torch.double), torch.tensor(gs, dtype=torch.double)
     want = (1 - torch.tanh(x) ** 2) * g
-    ok = isinstance(grad, torch.Tensor) and grad.shape == want.shape and torch.allclose(grad, want, rtol=1e-12, atol=1e-12)
-    expect(ok, "Tanh.backward(ctx, g) after Tanh.forward(ctx, x)", want.tolist(),
-           grad.tolist() if isinstance(grad, torch.Tensor) else grad, f"x = {x.tolist()}, g = {g.tolist()}")
+    _expect_tensor_close(got, want, "Tanh.backward(ctx, g) after Tanh.forward(ctx, x)", f"x = {X_PAGE}, g = {gs}")
 
 
 @pytest.mark.task("9.2", points=2, hint="The gradient of tanh is 1 - tanh²; multiply it by grad_output.")
-def test_tanh_gradcheck(impl):
+def test_tanh_gradcheck(learner):
     """torch.autograd.gradcheck passes on Tanh.apply with seeded float64 tensors"""
-    Tanh = impl.torch_bridge.Tanh
     for seed in (9201, 9202, 9203):
-        x = _random_tensor(seed)
-        ok = torch.autograd.gradcheck(Tanh.apply, (x,), raise_exception=False)
-        expect(ok, "torch.autograd.gradcheck(Tanh.apply, (x,))", True, ok, f"x = {x.detach().tolist()}",
-               note="the gradient from your backward differs from the numerical one")
+        xs = _random_values(seed)
+        got = learner.run(tanh_gradcheck, xs)
+        what = "torch.autograd.gradcheck(Tanh.apply, (x,))"
+        if "raised" in got:
+            raise CheckFailed(what, True, f"raised {got['raised']}: {got['message']}", f"x = {xs}")
+        expect(
+            got["returned"] is True,
+            what,
+            True,
+            got["returned"],
+            f"x = {xs}",
+            note="the gradient from your backward differs from the numerical one",
+        )
 
 
 @pytest.mark.task("9.2", points=1, hint="Tanh.apply(x) must go through your Function, so PyTorch calls your backward.")
-def test_tanh_uses_own_backward(impl):
+def test_tanh_uses_own_backward(learner):
     """the output of Tanh.apply has a grad_fn made by Tanh, and backpropagating g gives (1 - tanh²)·g"""
-    Tanh = impl.torch_bridge.Tanh
-    x = torch.tensor([-1.0, 0.25, 2.0], dtype=torch.double, requires_grad=True)
-    y = Tanh.apply(x)
-    grad_fn = getattr(y, "grad_fn", None)
-    expect(isinstance(grad_fn, torch.autograd.function.BackwardCFunction)
-           and getattr(grad_fn, "_forward_cls", None) is Tanh,
-           "type of Tanh.apply(x).grad_fn", "TanhBackward (a BackwardCFunction of Tanh)", type(grad_fn).__name__,
-           f"x = {x.detach().tolist()}")
-    g = torch.tensor([2.0, -1.0, 0.5], dtype=torch.double)
-    (grad,) = torch.autograd.grad(y, x, grad_outputs=g)
-    want = (1 - torch.tanh(x.detach()) ** 2) * g
-    expect(torch.allclose(grad, want, rtol=1e-12, atol=1e-12), "x.grad after Tanh.apply(x).backward(g)",
-           want.tolist(), grad.tolist(), f"x = {x.detach().tolist()}, g = {g.tolist()}")
+    xs, gs = [-1.0, 0.25, 2.0], [2.0, -1.0, 0.5]
+    got = learner.run(tanh_through_autograd, xs, gs)
+    expect(
+        got["own_grad_fn"],
+        "type of Tanh.apply(x).grad_fn",
+        "TanhBackward (a BackwardCFunction of Tanh)",
+        got["grad_fn_type"],
+        f"x = {xs}",
+    )
+    want = (1 - torch.tanh(torch.tensor(xs, dtype=torch.double)) ** 2) * torch.tensor(gs, dtype=torch.double)
+    _expect_tensor_close(got["grad"], want, "x.grad after Tanh.apply(x).backward(g)", f"x = {xs}, g = {gs}")
 
 
 @pytest.mark.hidden
 @pytest.mark.task("9.2", points=2, hint="Tanh.apply must agree with Value.tanh of our engine, value and gradient.")
-def test_tanh_matches_engine_seeded(impl):
+def test_tanh_matches_engine_seeded(learner, reference):
     """neurons with Tanh.apply on seeded inputs match the reference engine's Value.tanh"""
-    Tanh = impl.torch_bridge.Tanh
-    Value = reference("engine").Value
     rng = random.Random(9204)
     for _ in range(10):
         vals = {name: rng.uniform(-2, 2) for name in NAMES}
         g_out = rng.uniform(-3, 3)
-        inputs = (", ".join(f"{k} = {v!r}" for k, v in vals.items())
-                  + f"; o = tanh(x1*w1 + x2*w2 + b), backpropagating {g_out!r} from o")
-        # the reference engine, gradients pushed by the grader's own calls of each _backward
-        leaves = {k: Value(v) for k, v in vals.items()}
-        p1, p2 = leaves["x1"] * leaves["w1"], leaves["x2"] * leaves["w2"]
-        s = p1 + p2
-        n = s + leaves["b"]
-        o = n.tanh()
-        o.grad = g_out
-        for node in (o, n, s, p2, p1):
-            node._backward()
-        # the learner's Function
-        tensors = {k: torch.tensor(v, dtype=torch.double, requires_grad=True) for k, v in vals.items()}
-        tn = tensors["x1"] * tensors["w1"] + tensors["x2"] * tensors["w2"] + tensors["b"]
-        to = Tanh.apply(tn)
-        to.backward(torch.tensor(g_out, dtype=torch.double))
-        expect_close(to.item(), o.data, "Tanh.apply(n) vs Value.tanh", inputs, rel=1e-12, abs_tol=1e-15)
+        inputs = (
+            ", ".join(f"{k} = {v!r}" for k, v in vals.items())
+            + f"; o = tanh(x1*w1 + x2*w2 + b), backpropagating {g_out!r} from o"
+        )
+        want = reference.run(engine_neuron, vals, g_out)
+        got = learner.run(tanh_neuron, vals, g_out)
+        expect_close(got["o"], want["o"], "Tanh.apply(n) vs Value.tanh", inputs, rel=1e-12, abs_tol=1e-15)
         for k in NAMES:
-            got = tensors[k].grad.item() if tensors[k].grad is not None else None
-            expect_close(got, leaves[k].grad, f"{k}.grad vs the engine", inputs, rel=1e-10, abs_tol=1e-15)
+            expect_close(got["grads"][k], want["grads"][k], f"{k}.grad vs the engine", inputs, rel=1e-10, abs_tol=1e-15)

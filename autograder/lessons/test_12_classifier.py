@@ -1,18 +1,19 @@
 """Lesson 12 · A real classifier (tasks 12.1 to 12.4).
 
-The learner's classifier.py runs over the reference engine and nn; in the
-checks of 12.4 its `hinge_loss`, `l2_penalty` and `accuracy` are the
+The learner's classifier.py runs in the worker over the reference engine and
+nn; in the checks of 12.4 its `hinge_loss`, `l2_penalty` and `accuracy` are the
 reference's. The training checks use small seeded runs on the grader's own
 two-moons points (made here with `random.Random`, so no scikit-learn import),
-compared step by step with the reference `train_step`/`train_classifier` on an
-identically seeded model.
+compared step by step with the same scenario run here over the reference
+(`reference.run`), on an identically seeded model.
 
 Each training step leaves a graph full of reference cycles, and the reference
 calls `gc.collect()` once per step; a full collection walks every object of the
-grader's process (PyTorch included), which would cost far more than the step
-itself. The training checks therefore run inside `collector_sees_only_new_objects()`, which freezes
-the objects alive before the run (`gc.freeze`) so that collections only walk
-what the run creates. It changes no result.
+process (PyTorch included, on the trusted side), which would cost far more than
+the step itself. The training scenarios therefore run inside
+`collecting_only_new_objects`, which freezes the objects alive before the run
+(`gc.freeze`) so that collections only walk what the run creates. It changes
+no result.
 """
 
 import math
@@ -21,128 +22,308 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.testkit import collector_sees_only_new_objects, is_number
-from autograder.grading.loading import reference
+from autograder.kit.scenario import data_of, scenario, sweep, type_name
+
+# --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 
 
-
-
-# --- 12.1 hinge_loss --------------------------------------------------------------------------------------------------
-
-def _check_hinge(impl, scores, labels, inputs, gradient=True):
+@scenario
+def hinge(impl, scores, labels, gradient=True):
+    """hinge_loss over Values made from `scores`: the loss and, through the grader's sweep, each score's grad."""
     ss = [impl.Value(s) for s in scores]
     loss = impl.classifier.hinge_loss(ss, labels)
-    expect(isinstance(loss, impl.Value), "type of hinge_loss(scores, labels)", "Value", type(loss).__name__, inputs)
+    is_value = isinstance(loss, impl.Value)
+    if gradient and is_value:
+        sweep(loss)
+    return {
+        "is_value": is_value,
+        "type": type_name(loss),
+        "data": data_of(loss),
+        "grads": [s.grad for s in ss] if gradient and is_value else None,
+    }
+
+
+@scenario
+def l2(impl, datas, alpha):
+    """l2_penalty over Values made from `datas` (with its default alpha when `alpha` is None), and each grad."""
+    ps = [impl.Value(d) for d in datas]
+    pen = impl.classifier.l2_penalty(ps) if alpha is None else impl.classifier.l2_penalty(ps, alpha)
+    is_value = isinstance(pen, impl.Value)
+    if is_value:
+        sweep(pen)
+    return {
+        "is_value": is_value,
+        "type": type_name(pen),
+        "data": data_of(pen),
+        "grads": [p.grad for p in ps] if is_value else None,
+    }
+
+
+@scenario
+def accuracy_of(impl, scores, labels):
+    return impl.classifier.accuracy([impl.Value(s) for s in scores], labels)
+
+
+@scenario
+def collecting_only_new_objects(impl, run):
+    """`run()` with the objects alive now frozen (`gc.freeze`), so that collections walk only what it creates."""
+    import gc
+
+    frozen_before = gc.get_freeze_count()
+    gc.freeze()
+    try:
+        return run()
+    finally:
+        if not frozen_before:  # the worker's objects were frozen when it started: they stay so
+            gc.unfreeze()
+
+
+@scenario
+def moons_model(impl, seed, hidden):
+    """MLP(2, [*hidden, 1]) with ReLU hidden units and a linear score, after random.seed(seed)."""
+    random.seed(seed)
+    return impl.nn.MLP(2, [*hidden, 1], act="relu", linear_output=True)
+
+
+@scenario
+def train_step_run(impl, X, y, model_seed, hidden, learning_rate, leftover_grad=None):
+    """One train_step on a seeded model (whose grads may hold leftovers): what it returned, the parameters after."""
+
+    def run():
+        model = moons_model(impl, model_seed, hidden)
+        if leftover_grad is not None:
+            for p in model.parameters():
+                p.grad = leftover_grad
+        result = impl.classifier.train_step(model, X, y, learning_rate)
+        return {"result": result, "params": [p.data for p in model.parameters()]}
+
+    return collecting_only_new_objects(impl, run)
+
+
+@scenario
+def grader_steps(impl, X, y, model_seed, hidden, rates):
+    """The grader's own steps, one per learning rate in `rates`, built from classifier.py's pieces.
+
+    Each entry is [loss, accuracy, hinge loss alone], all of the scores before
+    the step's update. Run over the reference only, as an oracle.
+    """
+
+    def run():
+        model = moons_model(impl, model_seed, hidden)
+        history = []
+        for lr in rates:
+            scores = [model(x) for x in X]
+            hinge_only = impl.classifier.hinge_loss(scores, y)
+            loss = hinge_only + impl.classifier.l2_penalty(model.parameters())
+            for p in model.parameters():
+                p.grad = 0.0
+            sweep(loss)
+            for p in model.parameters():
+                p.data -= lr * p.grad
+            history.append([loss.data, impl.classifier.accuracy(scores, y), hinge_only.data])
+        return {"history": history, "params": [p.data for p in model.parameters()]}
+
+    return collecting_only_new_objects(impl, run)
+
+
+@scenario
+def classifier_run(impl, X, y, model_seed, hidden, steps, batch_size=None, seed=0):
+    """train_classifier on a seeded model: the history, the parameters and scores after, and the global random state."""
+
+    def run():
+        model = moons_model(impl, model_seed, hidden)
+        kwargs = {} if batch_size is None else {"batch_size": batch_size, "seed": seed}
+        state = random.getstate()
+        history = impl.classifier.train_classifier(model, X, y, steps, **kwargs)
+        kept = random.getstate() == state
+        return {
+            "type": type_name(history),
+            "history": history,
+            "params": [p.data for p in model.parameters()],
+            "scores": [data_of(model(x)) for x in X],
+            "random_state_kept": kept,
+        }
+
+    return collecting_only_new_objects(impl, run)
+
+
+# --- judgements: run here, on the trusted side ----------------------------------------------------------------------
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _shown(x):
+    """A returned thing as the learner would name it (the worker turns a Value into a marker)."""
+    if isinstance(x, dict) and "$type" in x:
+        return f"{x['$type']}: {x.get('$repr', '')}"
+    return f"{type(x).__name__}: {x!r}"
+
+
+# --- 12.1 hinge_loss ------------------------------------------------------------------------------------------------
+
+
+def _check_hinge(learner, scores, labels, inputs, gradient=True):
+    got = learner.run(hinge, scores, labels, gradient)
+    expect(got["is_value"], "type of hinge_loss(scores, labels)", "Value", got["type"], inputs)
     n = len(scores)
-    expected = sum(max(0.0, 1 - y * s) for s, y in zip(scores, labels)) / n
-    expect_close(loss.data, expected, "hinge_loss(scores, labels).data", inputs, rel=1e-9)
+    expected = sum(max(0.0, 1 - y * s) for s, y in zip(scores, labels, strict=True)) / n
+    expect_close(got["data"], expected, "hinge_loss(scores, labels).data", inputs, rel=1e-9)
     if gradient:
-        loss.backward()
-        for i, (s, y) in enumerate(zip(scores, labels)):
-            expect_close(ss[i].grad, -y / n if 1 - y * s > 0 else 0.0, f"scores[{i}].grad after loss.backward()",
-                         inputs, rel=1e-9, abs_tol=1e-12,
-                         note="-y/n while the margin is violated (1 - y·score > 0), 0 once it is met")
+        for i, (s, y) in enumerate(zip(scores, labels, strict=True)):
+            expect_close(
+                got["grads"][i],
+                -y / n if 1 - y * s > 0 else 0.0,
+                f"scores[{i}].grad after loss.backward()",
+                inputs,
+                rel=1e-9,
+                abs_tol=1e-12,
+                note="-y/n while the margin is violated (1 - y·score > 0), 0 once it is met",
+            )
 
 
-@pytest.mark.task("12.1", points=2, hint="Average relu(1 - y * score) over the examples: sum them, then multiply by 1 / n.")
-def test_hinge_loss_value(impl):
+@pytest.mark.task(
+    "12.1", points=2, hint="Average relu(1 - y * score) over the examples: sum them, then multiply by 1 / n."
+)
+def test_hinge_loss_value(learner):
     """the mean of relu(1 - y·score) on hand values, as a Value"""
-    _check_hinge(impl, [2.0, 0.5, -0.3, -1.5], [1, 1, 1, -1],
-                 "scores = [Value(2.0), Value(0.5), Value(-0.3), Value(-1.5)], labels = [1, 1, 1, -1]", gradient=False)
-    _check_hinge(impl, [0.25], [-1], "scores = [Value(0.25)], labels = [-1]", gradient=False)
+    _check_hinge(
+        learner,
+        [2.0, 0.5, -0.3, -1.5],
+        [1, 1, 1, -1],
+        "scores = [Value(2.0), Value(0.5), Value(-0.3), Value(-1.5)], labels = [1, 1, 1, -1]",
+        gradient=False,
+    )
+    _check_hinge(learner, [0.25], [-1], "scores = [Value(0.25)], labels = [-1]", gradient=False)
 
 
-@pytest.mark.task("12.1", points=1, hint="Build the loss with Value operations on the scores ((1 - y * s).relu()), so backward reaches them.")
-def test_hinge_loss_gradient(impl):
+@pytest.mark.task(
+    "12.1",
+    points=1,
+    hint="Build the loss with Value operations on the scores ((1 - y * s).relu()), so backward reaches them.",
+)
+def test_hinge_loss_gradient(learner):
     """backward through the hinge loss gives -y/n where the margin is violated, 0 elsewhere"""
-    _check_hinge(impl, [2.0, 0.5, -0.3, -1.5], [1, 1, 1, -1],
-                 "scores = [Value(2.0), Value(0.5), Value(-0.3), Value(-1.5)], labels = [1, 1, 1, -1]")
+    _check_hinge(
+        learner,
+        [2.0, 0.5, -0.3, -1.5],
+        [1, 1, 1, -1],
+        "scores = [Value(2.0), Value(0.5), Value(-0.3), Value(-1.5)], labels = [1, 1, 1, -1]",
+    )
 
 
 @pytest.mark.hidden
 @pytest.mark.task("12.1", points=1, hint="Mean over all examples (divide by n, not by the number of violated margins).")
-def test_hinge_loss_seeded(impl):
+def test_hinge_loss_seeded(learner):
     """seeded scores and labels: value and gradients"""
     rng = random.Random(1201)
     for n in (1, 3, 6, 11, 25):
         scores = [rng.uniform(-3, 3) for _ in range(n)]
         labels = [rng.choice([-1, 1]) for _ in range(n)]
-        _check_hinge(impl, scores, labels, f"scores = {scores}, labels = {labels}")
+        _check_hinge(learner, scores, labels, f"scores = {scores}, labels = {labels}")
 
 
-# --- 12.2 l2_penalty --------------------------------------------------------------------------------------------------
+# --- 12.2 l2_penalty ------------------------------------------------------------------------------------------------
 
-def _check_l2(impl, datas, alpha, inputs):
-    ps = [impl.Value(d) for d in datas]
-    pen = impl.classifier.l2_penalty(ps) if alpha is None else impl.classifier.l2_penalty(ps, alpha)
+
+def _check_l2(learner, datas, alpha, inputs):
+    got = learner.run(l2, datas, alpha)
     a = 1e-4 if alpha is None else alpha
     call = "l2_penalty(parameters)" if alpha is None else f"l2_penalty(parameters, {alpha!r})"
-    expect(isinstance(pen, impl.Value), f"type of {call}", "Value", type(pen).__name__, inputs)
-    expect_close(pen.data, a * sum(d * d for d in datas), f"{call}.data", inputs, rel=1e-9,
-                 note="the default alpha is 1e-4" if alpha is None else None)
-    pen.backward()
+    expect(got["is_value"], f"type of {call}", "Value", got["type"], inputs)
+    expect_close(
+        got["data"],
+        a * sum(d * d for d in datas),
+        f"{call}.data",
+        inputs,
+        rel=1e-9,
+        note="the default alpha is 1e-4" if alpha is None else None,
+    )
     for i, d in enumerate(datas):
-        expect_close(ps[i].grad, 2 * a * d, f"parameters[{i}].grad after {call}.backward()", inputs, rel=1e-9,
-                     abs_tol=1e-15, note="d/dp α·p² = 2αp")
+        expect_close(
+            got["grads"][i],
+            2 * a * d,
+            f"parameters[{i}].grad after {call}.backward()",
+            inputs,
+            rel=1e-9,
+            abs_tol=1e-15,
+            note="d/dp α·p² = 2αp",
+        )
 
 
 @pytest.mark.task("12.2", points=1, hint="alpha defaults to 1e-4: return alpha * Σ p * p as one Value.")
-def test_l2_penalty_default_alpha(impl):
+def test_l2_penalty_default_alpha(learner):
     """l2_penalty with the default alpha = 1e-4"""
-    _check_l2(impl, [1.0, -2.0, 0.5], None, "parameters = [Value(1.0), Value(-2.0), Value(0.5)]")
+    _check_l2(learner, [1.0, -2.0, 0.5], None, "parameters = [Value(1.0), Value(-2.0), Value(0.5)]")
 
 
 @pytest.mark.task("12.2", points=1, hint="Square each parameter as a Value (p * p), add them up, multiply by alpha.")
-def test_l2_penalty_alpha_and_gradient(impl):
+def test_l2_penalty_alpha_and_gradient(learner):
     """l2_penalty(parameters, 0.1) and its gradient 2·alpha·p"""
-    _check_l2(impl, [1.0, -2.0, 0.5], 0.1, "parameters = [Value(1.0), Value(-2.0), Value(0.5)], alpha = 0.1")
+    _check_l2(learner, [1.0, -2.0, 0.5], 0.1, "parameters = [Value(1.0), Value(-2.0), Value(0.5)], alpha = 0.1")
 
 
 @pytest.mark.hidden
 @pytest.mark.task("12.2", points=1, hint="Every parameter counts once, squared; use the alpha you are given.")
-def test_l2_penalty_seeded(impl):
+def test_l2_penalty_seeded(learner):
     """seeded parameters and alphas"""
     rng = random.Random(1202)
     for n in (1, 4, 9, 41):
         datas = [rng.uniform(-2, 2) for _ in range(n)]
         alpha = rng.choice([None, 1e-3, 0.05, 1.0])
-        _check_l2(impl, datas, alpha, f"parameters = {datas}, alpha = {'default' if alpha is None else alpha}")
+        _check_l2(learner, datas, alpha, f"parameters = {datas}, alpha = {'default' if alpha is None else alpha}")
 
 
-# --- 12.3 accuracy ----------------------------------------------------------------------------------------------------
-
-def _check_accuracy(impl, scores, labels, inputs):
-    got = impl.classifier.accuracy([impl.Value(s) for s in scores], labels)
-    right = sum((s > 0 and y > 0) or (s < 0 and y < 0) for s, y in zip(scores, labels))
-    expect_close(got, right / len(labels), "accuracy(scores, labels)", inputs, rel=1e-12,
-                 note="the share of examples with sign(score) = label; a score of 0 is never right")
+# --- 12.3 accuracy --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.task("12.3", points=2, hint="Count the examples whose score has the sign of the label; divide by the number of examples.")
-def test_accuracy_by_hand(impl):
+def _check_accuracy(learner, scores, labels, inputs):
+    got = learner.run(accuracy_of, scores, labels)
+    right = sum((s > 0 and y > 0) or (s < 0 and y < 0) for s, y in zip(scores, labels, strict=True))
+    expect_close(
+        got,
+        right / len(labels),
+        "accuracy(scores, labels)",
+        inputs,
+        rel=1e-12,
+        note="the share of examples with sign(score) = label; a score of 0 is never right",
+    )
+
+
+@pytest.mark.task(
+    "12.3", points=2, hint="Count the examples whose score has the sign of the label; divide by the number of examples."
+)
+def test_accuracy_by_hand(learner):
     """accuracy on hand values: the share of scores with the label's sign"""
-    _check_accuracy(impl, [0.5, -0.2, 3.0, -1.0, 2.0], [1, -1, -1, -1, 1],
-                    "scores = [0.5, -0.2, 3.0, -1.0, 2.0] as Values, labels = [1, -1, -1, -1, 1]")
-    _check_accuracy(impl, [1.0, -1.0], [1, -1], "scores = [1.0, -1.0] as Values, labels = [1, -1]")
-    _check_accuracy(impl, [1.0, -1.0], [-1, 1], "scores = [1.0, -1.0] as Values, labels = [-1, 1]")
+    _check_accuracy(
+        learner,
+        [0.5, -0.2, 3.0, -1.0, 2.0],
+        [1, -1, -1, -1, 1],
+        "scores = [0.5, -0.2, 3.0, -1.0, 2.0] as Values, labels = [1, -1, -1, -1, 1]",
+    )
+    _check_accuracy(learner, [1.0, -1.0], [1, -1], "scores = [1.0, -1.0] as Values, labels = [1, -1]")
+    _check_accuracy(learner, [1.0, -1.0], [-1, 1], "scores = [1.0, -1.0] as Values, labels = [-1, 1]")
 
 
 @pytest.mark.task("12.3", points=1, hint="A score of exactly 0 has no sign: it is wrong for either label.")
-def test_accuracy_zero_score_is_wrong(impl):
+def test_accuracy_zero_score_is_wrong(learner):
     """a score of exactly 0 counts as wrong for both labels"""
-    _check_accuracy(impl, [0.0, 0.0, 1.0], [1, -1, 1], "scores = [0.0, 0.0, 1.0] as Values, labels = [1, -1, 1]")
-    _check_accuracy(impl, [0.0, 0.0], [1, -1], "scores = [0.0, 0.0] as Values, labels = [1, -1]")
+    _check_accuracy(learner, [0.0, 0.0, 1.0], [1, -1, 1], "scores = [0.0, 0.0, 1.0] as Values, labels = [1, -1, 1]")
+    _check_accuracy(learner, [0.0, 0.0], [1, -1], "scores = [0.0, 0.0] as Values, labels = [1, -1]")
 
 
 @pytest.mark.hidden
-@pytest.mark.task("12.3", points=1, hint="Return a number between 0 and 1 (right / total), whatever the number of examples.")
-def test_accuracy_seeded(impl):
+@pytest.mark.task(
+    "12.3", points=1, hint="Return a number between 0 and 1 (right / total), whatever the number of examples."
+)
+def test_accuracy_seeded(learner):
     """seeded scores (some exactly 0) and labels"""
     rng = random.Random(1203)
     for n in (1, 2, 7, 10, 33):
         scores = [rng.choice([0.0, rng.uniform(-2, 2), rng.uniform(-2, 2)]) for _ in range(n)]
         labels = [rng.choice([-1, 1]) for _ in range(n)]
-        _check_accuracy(impl, scores, labels, f"scores = {scores} as Values, labels = {labels}")
+        _check_accuracy(learner, scores, labels, f"scores = {scores} as Values, labels = {labels}")
 
 
 # --- 12.4 train_step and train_classifier ---------------------------------------------------------------------------
@@ -154,220 +335,298 @@ def _moons(n, noise, seed):
     n_up = n // 2
     n_down = n - n_up
     points = [([math.cos(math.pi * i / (n_up - 1)), math.sin(math.pi * i / (n_up - 1))], -1) for i in range(n_up)]
-    points += [([1 - math.cos(math.pi * i / (n_down - 1)), 0.5 - math.sin(math.pi * i / (n_down - 1))], 1)
-               for i in range(n_down)]
+    points += [
+        ([1 - math.cos(math.pi * i / (n_down - 1)), 0.5 - math.sin(math.pi * i / (n_down - 1))], 1)
+        for i in range(n_down)
+    ]
     points = [([x + rng.gauss(0, noise), y + rng.gauss(0, noise)], label) for (x, y), label in points]
     rng.shuffle(points)
     return [p for p, _ in points], [label for _, label in points]
 
 
-def _model(seed, hidden=(8, 8)):
-    """MLP(2, [*hidden, 1]) with ReLU hidden units and a linear score, made by the reference from `seed`."""
-    random.seed(seed)
-    return reference("nn").MLP(2, [*hidden, 1], act="relu", linear_output=True)
-
-
 def _describe(n, data_seed, model_seed, hidden=(8, 8)):
-    return (f"{n} two-moons points (grader's seed {data_seed}), random.seed({model_seed}) then "
-            f"MLP(2, {[*hidden, 1]}, act='relu', linear_output=True)")
+    return (
+        f"{n} two-moons points (grader's seed {data_seed}), random.seed({model_seed}) then "
+        f"MLP(2, {[*hidden, 1]}, act='relu', linear_output=True)"
+    )
 
 
 def _check_entry(entry, what, inputs):
-    expect(isinstance(entry, (tuple, list)) and len(entry) == 2, what, "a pair (loss, accuracy)", entry, inputs)
+    expect(isinstance(entry, list) and len(entry) == 2, what, "a pair (loss, accuracy)", entry, inputs)
     loss, acc = entry
-    expect(isinstance(loss, float), f"{what}: the loss", "a float (loss.data, not the Value)",
-           f"{type(loss).__name__}: {loss!r}", inputs)
-    expect(is_number(acc) and 0 <= acc <= 1, f"{what}: the accuracy", "a number between 0 and 1", acc, inputs)
+    expect(isinstance(loss, float), f"{what}: the loss", "a float (loss.data, not the Value)", _shown(loss), inputs)
+    expect(_number(acc) and 0 <= acc <= 1, f"{what}: the accuracy", "a number between 0 and 1", acc, inputs)
 
 
-def _expected_step(model, X, y, lr):
-    """One step the grader's way, from the reference pieces: returns (loss, accuracy); updates the model."""
-    ref = reference("classifier")
-    scores = [model(x) for x in X]
-    loss = ref.hinge_loss(scores, y) + ref.l2_penalty(model.parameters())
-    for p in model.parameters():
-        p.grad = 0.0
-    loss.backward()
-    for p in model.parameters():
-        p.data -= lr * p.grad
-    return loss.data, ref.accuracy(scores, y)
-
-
-def _compare_params(model, twin, inputs, note=None):
-    for i, (p, q) in enumerate(zip(model.parameters(), twin.parameters())):
-        expect_close(p.data, q.data, f"model.parameters()[{i}].data after training", inputs, rel=1e-9,
-                     abs_tol=1e-12, note=note)
+def _compare_params(params, expected, inputs, note=None):
+    for i, (p, q) in enumerate(zip(params, expected, strict=True)):
+        expect_close(p, q, f"model.parameters()[{i}].data after training", inputs, rel=1e-9, abs_tol=1e-12, note=note)
 
 
 def _compare_histories(history, expected, inputs, note=None):
-    expect(isinstance(history, list), "type of the history", "list", type(history).__name__, inputs)
+    expect(isinstance(history, list), "type of the history", "list", _shown(history), inputs)
     expect_equal(len(history), len(expected), "len(history)", inputs, note="one (loss, accuracy) per step")
-    for k, (entry, (loss, acc)) in enumerate(zip(history, expected)):
+    for k, (entry, (loss, acc, *_)) in enumerate(zip(history, expected, strict=True)):
         _check_entry(entry, f"history[{k}]", inputs)
         expect_close(entry[0], loss, f"history[{k}] loss", inputs, rel=1e-9, note=note)
         expect_close(entry[1], acc, f"history[{k}] accuracy", inputs, rel=1e-12, note=note)
 
 
 def _same(history, expected):
-    return (isinstance(history, list) and len(history) == len(expected)
-            and all(isinstance(e, (tuple, list)) and len(e) == 2 and is_number(e[0])
-                    and math.isclose(e[0], x[0], rel_tol=1e-9) for e, x in zip(history, expected)))
+    return (
+        isinstance(history, list)
+        and len(history) == len(expected)
+        and all(
+            isinstance(e, list) and len(e) == 2 and _number(e[0]) and math.isclose(e[0], x[0], rel_tol=1e-9)
+            for e, x in zip(history, expected, strict=True)
+        )
+    )
 
 
-@pytest.mark.task("12.4", points=2, hint="train_step: scores, hinge_loss + l2_penalty, zero_grad, backward, p.data -= lr * p.grad.")
-def test_train_step_one_update(impl):
+@pytest.mark.task(
+    "12.4", points=2, hint="train_step: scores, hinge_loss + l2_penalty, zero_grad, backward, p.data -= lr * p.grad."
+)
+def test_train_step_one_update(learner, reference):
     """one train_step returns (loss, accuracy) and moves every parameter by -lr·grad"""
     X, y = _moons(8, 0.1, 5)
     inputs = _describe(8, 5, 12, (4, 4)) + ", learning_rate = 0.5"
-    model, twin = _model(12, (4, 4)), _model(12, (4, 4))
-    with collector_sees_only_new_objects():
-        hinge_only = reference("classifier").hinge_loss([twin(x) for x in X], y).data
-        result = impl.classifier.train_step(model, X, y, 0.5)
-        expected = _expected_step(twin, X, y, 0.5)
+    got = learner.run(train_step_run, X, y, 12, [4, 4], 0.5)
+    expected = reference.run(grader_steps, X, y, 12, [4, 4], [0.5])
+    result = got["result"]
+    (loss, acc, hinge_only) = expected["history"][0]
     _check_entry(result, "train_step(...)", inputs)
-    note = "this is hinge_loss alone: add l2_penalty(model.parameters())" if math.isclose(
-        result[0], hinge_only, rel_tol=1e-12) else None
-    expect_close(result[0], expected[0], "train_step(...) loss (hinge_loss + l2_penalty, before the update)", inputs,
-                 rel=1e-9, note=note)
-    expect_close(result[1], expected[1], "train_step(...) accuracy (of the scores before the update)", inputs,
-                 rel=1e-12)
-    _compare_params(model, twin, inputs)
+    note = (
+        "this is hinge_loss alone: add l2_penalty(model.parameters())"
+        if math.isclose(result[0], hinge_only, rel_tol=1e-12)
+        else None
+    )
+    expect_close(
+        result[0],
+        loss,
+        "train_step(...) loss (hinge_loss + l2_penalty, before the update)",
+        inputs,
+        rel=1e-9,
+        note=note,
+    )
+    expect_close(result[1], acc, "train_step(...) accuracy (of the scores before the update)", inputs, rel=1e-12)
+    _compare_params(got["params"], expected["params"], inputs)
 
 
-@pytest.mark.task("12.4", points=1, hint="Zero the gradients in train_step before backward: the model may come with leftover grads.")
-def test_train_step_zeroes_leftover_gradients(impl):
+@pytest.mark.task(
+    "12.4", points=1, hint="Zero the gradients in train_step before backward: the model may come with leftover grads."
+)
+def test_train_step_zeroes_leftover_gradients(learner, reference):
     """train_step gives the same update when the parameters start with leftover gradients"""
     X, y = _moons(8, 0.1, 6)
     inputs = _describe(8, 6, 13, (4, 4)) + " whose parameters hold leftover grads of 5.0, learning_rate = 0.3"
-    model, twin = _model(13, (4, 4)), _model(13, (4, 4))
-    for p in model.parameters():
-        p.grad = 5.0
-    with collector_sees_only_new_objects():
-        result = impl.classifier.train_step(model, X, y, 0.3)
-        expected = _expected_step(twin, X, y, 0.3)
-    _check_entry(result, "train_step(...)", inputs)
-    expect_close(result[0], expected[0], "train_step(...) loss", inputs, rel=1e-9)
-    _compare_params(model, twin, inputs, note="the leftover gradients must not reach the update")
+    got = learner.run(train_step_run, X, y, 13, [4, 4], 0.3, leftover_grad=5.0)
+    expected = reference.run(grader_steps, X, y, 13, [4, 4], [0.3])
+    _check_entry(got["result"], "train_step(...)", inputs)
+    expect_close(got["result"][0], expected["history"][0][0], "train_step(...) loss", inputs, rel=1e-9)
+    _compare_params(got["params"], expected["params"], inputs, note="the leftover gradients must not reach the update")
 
 
-def _check_run(impl, n, data_seed, model_seed, steps, inputs_extra="", hidden=(8, 8), batch_size=None, seed=0):
+def _check_run(
+    learner, reference, n, data_seed, model_seed, steps, inputs_extra="", hidden=(8, 8), batch_size=None, seed=0
+):
     """train_classifier the learner's way and the reference way from the same seeds; compare step by step."""
     X, y = _moons(n, 0.1, data_seed)
-    model, twin = _model(model_seed, hidden), _model(model_seed, hidden)
     kwargs = {} if batch_size is None else {"batch_size": batch_size, "seed": seed}
-    inputs = _describe(n, data_seed, model_seed, hidden) + f", steps = {steps}" + "".join(
-        f", {k} = {v}" for k, v in kwargs.items()) + inputs_extra
-    with collector_sees_only_new_objects():
-        history = impl.classifier.train_classifier(model, X, y, steps, **kwargs)
-        expected = reference("classifier").train_classifier(twin, X, y, steps, **kwargs)
-    _compare_histories(history, expected, inputs)
-    _compare_params(model, twin, inputs)
+    inputs = (
+        _describe(n, data_seed, model_seed, hidden)
+        + f", steps = {steps}"
+        + "".join(f", {k} = {v}" for k, v in kwargs.items())
+        + inputs_extra
+    )
+    got = learner.run(classifier_run, X, y, model_seed, list(hidden), steps, **kwargs)
+    expected = reference.run(classifier_run, X, y, model_seed, list(hidden), steps, **kwargs)
+    _compare_histories(got["history"], expected["history"], inputs)
+    _compare_params(got["params"], expected["params"], inputs)
 
 
-@pytest.mark.task("12.4", points=2, hint="Run train_step once per step on all the examples; record its (loss, accuracy) in a list.")
-def test_train_classifier_matches_reference_run(impl):
+@pytest.mark.task(
+    "12.4", points=2, hint="Run train_step once per step on all the examples; record its (loss, accuracy) in a list."
+)
+def test_train_classifier_matches_reference_run(learner, reference):
     """a short full-batch run matches the reference step by step"""
-    _check_run(impl, 12, 7, 21, 6)
-
-
-def _run_with_rates(model, X, y, rates):
-    return [_expected_step(model, X, y, lr) for lr in rates]
+    _check_run(learner, reference, 12, 7, 21, 6)
 
 
 @pytest.mark.task("12.4", points=1, hint="Step k of `steps` (k from 0) uses the learning rate 1.0 - 0.9 * k / steps.")
-def test_train_classifier_learning_rate_schedule(impl):
+def test_train_classifier_learning_rate_schedule(learner, reference):
     """the learning rate of step k is 1.0 - 0.9·k/steps"""
     steps = 4
     X, y = _moons(10, 0.1, 8)
     inputs = _describe(10, 8, 22, (4, 4)) + f", steps = {steps}"
-    model = _model(22, (4, 4))
-    with collector_sees_only_new_objects():
-        history = impl.classifier.train_classifier(model, X, y, steps)
-        twin = _model(22, (4, 4))
-        expected = _run_with_rates(twin, X, y, [1.0 - 0.9 * k / steps for k in range(steps)])
-        note = None
-        wrong = {"1.0 at every step": [1.0] * steps,
-                 "1.0 - 0.9 * (k + 1) / steps": [1.0 - 0.9 * (k + 1) / steps for k in range(steps)],
-                 "1.0 - 0.9 * k / (steps - 1)": [1.0 - 0.9 * k / (steps - 1) for k in range(steps)]}
-        for name, rates in wrong.items():
-            if _same(history, _run_with_rates(_model(22, (4, 4)), X, y, rates)):
-                note = f"these are the losses of a run with the learning rate {name}"
-    _compare_histories(history, expected, inputs, note=note)
-    _compare_params(model, twin, inputs, note="the rates of the 4 steps are 1.0, 0.775, 0.55, 0.325")
+    got = learner.run(classifier_run, X, y, 22, [4, 4], steps)
+    history = got["history"]
+    expected = reference.run(grader_steps, X, y, 22, [4, 4], [1.0 - 0.9 * k / steps for k in range(steps)])
+    note = None
+    # the usual slips, run every time so that a student edition's recorded reference answers hold them all
+    wrong = {
+        "1.0 at every step": [1.0] * steps,
+        "1.0 - 0.9 * (k + 1) / steps": [1.0 - 0.9 * (k + 1) / steps for k in range(steps)],
+        "1.0 - 0.9 * k / (steps - 1)": [1.0 - 0.9 * k / (steps - 1) for k in range(steps)],
+    }
+    for name, rates in wrong.items():
+        if _same(history, reference.run(grader_steps, X, y, 22, [4, 4], rates)["history"]):
+            note = f"these are the losses of a run with the learning rate {name}"
+    _compare_histories(history, expected["history"], inputs, note=note)
+    _compare_params(
+        got["params"], expected["params"], inputs, note="the rates of the 4 steps are 1.0, 0.775, 0.55, 0.325"
+    )
 
 
-@pytest.mark.task("12.4", points=2, hint="Each step must lower the loss on average: zero the grads, backward, then p.data -= lr * p.grad.")
-def test_train_classifier_reaches_high_accuracy(impl):
+@pytest.mark.task(
+    "12.4",
+    points=2,
+    hint="Each step must lower the loss on average: zero the grads, backward, then p.data -= lr * p.grad.",
+)
+def test_train_classifier_reaches_high_accuracy(learner):
     """a short seeded run on 16 two-moons points reaches at least 90% training accuracy"""
-    _check_learns(impl, data_seed=3, model_seed=3)
+    _check_learns(learner, data_seed=3, model_seed=3)
 
 
-def _check_learns(impl, data_seed, model_seed, n=16, steps=20):
+def _check_learns(learner, data_seed, model_seed, n=16, steps=20):
     X, y = _moons(n, 0.1, data_seed)
-    model = _model(model_seed)
     inputs = _describe(n, data_seed, model_seed) + f", steps = {steps}"
-    with collector_sees_only_new_objects():
-        history = impl.classifier.train_classifier(model, X, y, steps)
-    expect(isinstance(history, list) and len(history) == steps, "train_classifier(...) returns one entry per step",
-           f"a list of {steps} (loss, accuracy) pairs", history, inputs)
+    got = learner.run(classifier_run, X, y, model_seed, [8, 8], steps)
+    history = got["history"]
+    expect(
+        isinstance(history, list) and len(history) == steps,
+        "train_classifier(...) returns one entry per step",
+        f"a list of {steps} (loss, accuracy) pairs",
+        history,
+        inputs,
+    )
     for k, entry in enumerate(history):
         _check_entry(entry, f"history[{k}]", inputs)
-    expect(history[-1][0] < 0.5 * history[0][0], "the loss of the last step", f"< half the first ({history[0][0]:.4g})",
-           history[-1][0], inputs)
-    right = sum((model(x).data > 0) == (label > 0) for x, label in zip(X, y))
-    expect(right / n >= 0.9, "training accuracy of the trained model (computed by the grader)", ">= 0.9",
-           f"{right / n} ({right} of {n} points)", inputs)
+    expect(
+        history[-1][0] < 0.5 * history[0][0],
+        "the loss of the last step",
+        f"< half the first ({history[0][0]:.4g})",
+        history[-1][0],
+        inputs,
+    )
+    # the trained model's scores come from the reference nn in the worker; the grader counts the right signs
+    right = sum((s > 0) == (label > 0) for s, label in zip(got["scores"], y, strict=True))
+    expect(
+        right / n >= 0.9,
+        "training accuracy of the trained model (computed by the grader)",
+        ">= 0.9",
+        f"{right / n} ({right} of {n} points)",
+        inputs,
+    )
 
 
-@pytest.mark.task("12.4", points=1, hint="With batch_size, each step draws batch_size example indices with rng = random.Random(seed), made once.")
-def test_train_classifier_batches(impl):
+@pytest.mark.task(
+    "12.4",
+    points=1,
+    hint="With batch_size, each step draws batch_size example indices with rng = random.Random(seed), made once.",
+)
+def test_train_classifier_batches(learner, reference):
     """with batch_size, each step trains on a batch of that many examples drawn with random.Random(seed)"""
     X, y = _moons(20, 0.1, 9)
     inputs = _describe(20, 9, 23, (4, 4)) + ", steps = 5, batch_size = 4, seed = 11"
     runs = []
-    with collector_sees_only_new_objects():
-        for _ in range(2):
-            model = _model(23, (4, 4))
-            state = random.getstate()
-            runs.append(impl.classifier.train_classifier(model, X, y, 5, batch_size=4, seed=11))
-            expect(random.getstate() == state, "the global random state after train_classifier(..., batch_size=4)",
-                   "unchanged (draw the batches with random.Random(seed), not the random module)", "changed",
-                   inputs)
-        other = impl.classifier.train_classifier(_model(23, (4, 4)), X, y, 5, batch_size=4, seed=12)
-        full = reference("classifier").train_classifier(_model(23, (4, 4)), X, y, 5)
+    for _ in range(2):
+        got = learner.run(classifier_run, X, y, 23, [4, 4], 5, batch_size=4, seed=11)
+        expect(
+            got["random_state_kept"],
+            "the global random state after train_classifier(..., batch_size=4)",
+            "unchanged (draw the batches with random.Random(seed), not the random module)",
+            "changed",
+            inputs,
+        )
+        runs.append(got["history"])
+    other = learner.run(classifier_run, X, y, 23, [4, 4], 5, batch_size=4, seed=12)["history"]
+    full = reference.run(classifier_run, X, y, 23, [4, 4], 5)["history"]
     history = runs[0]
-    expect(isinstance(history, list) and len(history) == 5, "train_classifier(..., steps=5, batch_size=4)",
-           "a list of 5 (loss, accuracy) pairs", history, inputs)
+    expect(
+        isinstance(history, list) and len(history) == 5,
+        "train_classifier(..., steps=5, batch_size=4)",
+        "a list of 5 (loss, accuracy) pairs",
+        history,
+        inputs,
+    )
     for k, entry in enumerate(history):
         _check_entry(entry, f"history[{k}]", inputs)
-        expect(any(abs(entry[1] - j / 4) < 1e-9 for j in range(5)), f"history[{k}] accuracy", "a multiple of 1/4",
-               entry[1], inputs, note="the accuracy of a batch of 4 examples")
-    expect(_same(runs[1], history), "a second run with the same seed", "the same history", runs[1], inputs,
-           note="the batches depend only on seed")
-    expect(not _same(other, history), "a run with seed = 12 instead of 11", "a different history", other, inputs,
-           note="the batches are drawn with random.Random(seed)")
-    expect(not _same(history, full), "the history with batch_size = 4", "different from a full-batch run", history,
-           inputs, note="each step uses only batch_size examples")
+        expect(
+            any(abs(entry[1] - j / 4) < 1e-9 for j in range(5)),
+            f"history[{k}] accuracy",
+            "a multiple of 1/4",
+            entry[1],
+            inputs,
+            note="the accuracy of a batch of 4 examples",
+        )
+    expect(
+        _same(runs[1], history),
+        "a second run with the same seed",
+        "the same history",
+        runs[1],
+        inputs,
+        note="the batches depend only on seed",
+    )
+    expect(
+        not _same(other, history),
+        "a run with seed = 12 instead of 11",
+        "a different history",
+        other,
+        inputs,
+        note="the batches are drawn with random.Random(seed)",
+    )
+    expect(
+        not _same(history, full),
+        "the history with batch_size = 4",
+        "different from a full-batch run",
+        history,
+        inputs,
+        note="each step uses only batch_size examples",
+    )
 
 
 @pytest.mark.hidden
-@pytest.mark.task("12.4", points=1, hint="Use the model, data and steps you are given; the learning rate decays over exactly `steps` steps.")
-def test_train_classifier_seeded_runs(impl):
+@pytest.mark.task(
+    "12.4",
+    points=1,
+    hint="Use the model, data and steps you are given; the learning rate decays over exactly `steps` steps.",
+)
+def test_train_classifier_seeded_runs(learner, reference):
     """seeded short runs match the reference, and another seeded run reaches 90% accuracy"""
     rng = random.Random(1204)
     for _ in range(2):
-        _check_run(impl, rng.randint(6, 12), rng.randrange(10**6), rng.randrange(10**6), rng.randint(2, 5),
-                   hidden=(rng.randint(2, 5), rng.randint(2, 5)))
-    _check_learns(impl, data_seed=4, model_seed=1)
+        _check_run(
+            learner,
+            reference,
+            rng.randint(6, 12),
+            rng.randrange(10**6),
+            rng.randrange(10**6),
+            rng.randint(2, 5),
+            hidden=(rng.randint(2, 5), rng.randint(2, 5)),
+        )
+    _check_learns(learner, data_seed=4, model_seed=1)
 
 
 @pytest.mark.hidden
-@pytest.mark.task("12.4", points=1, hint="Make rng = random.Random(seed) once, then draw each batch with rng.sample(range(len(X)), batch_size).")
-def test_train_classifier_seeded_batches(impl):
+@pytest.mark.task(
+    "12.4",
+    points=1,
+    hint="Make rng = random.Random(seed) once, then draw each batch with rng.sample(range(len(X)), batch_size).",
+)
+def test_train_classifier_seeded_batches(learner, reference):
     """seeded mini-batch runs match the reference's batches step by step"""
     rng = random.Random(1205)
     for _ in range(2):
         n = rng.randint(8, 14)
-        _check_run(impl, n, rng.randrange(10**6), rng.randrange(10**6), rng.randint(3, 6), hidden=(4, 4),
-                   batch_size=rng.randint(2, n - 1), seed=rng.randrange(1000),
-                   inputs_extra=" (batches drawn as rng.sample(range(len(X)), batch_size), rng = random.Random(seed))")
+        _check_run(
+            learner,
+            reference,
+            n,
+            rng.randrange(10**6),
+            rng.randrange(10**6),
+            rng.randint(3, 6),
+            hidden=(4, 4),
+            batch_size=rng.randint(2, n - 1),
+            seed=rng.randrange(1000),
+            inputs_extra=" (batches drawn as rng.sample(range(len(X)), batch_size), rng = random.Random(seed))",
+        )
