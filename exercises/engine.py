@@ -13,7 +13,7 @@ Tasks in this file (the list is written by `python -m autograder build`):
 - 5.2 Value.__add__ backward
 - 5.3 Value.__mul__ backward
 - 6.1 Value.backward
-- 6.2 Value.backward on a million-deep graph
+- 6.2 Value.backward without recursion
 - 7.1 every _backward accumulates
 - 8.1 Value.__radd__ and __rmul__
 - 8.2 Value.__pow__
@@ -99,9 +99,10 @@ class Value:
         Lists the graph in topological order (every node after all of its
         children), sets `self.grad = 1.0`, then calls each node's `_backward`
         once, from `self` back to the leaves. Task 6.2: no recursion, so that a
-        chain a million operations deep works under Python's default recursion limit.
+        graph 100,000 operations deep (or a million) works under Python's default
+        recursion limit, which must not be raised.
         """
-        # TODO(task 6.1): Value.backward. See the docstring above. Also task 6.2: Value.backward on a million-deep graph.
+        # TODO(task 6.1): Value.backward. See the docstring above. Also task 6.2: Value.backward without recursion.
         raise NotImplementedError("task 6.1: Value.backward")
 
     def __radd__(self, other: float) -> Value:

@@ -131,7 +131,7 @@ def test_code_that_outlives_the_grader_or_edits_its_script_changes_nothing(bundl
     time.sleep(3)  # longer than the forger would wait
     again = json.loads((tmp_path / "autograder" / "results" / "results.json").read_text())
     assert again == results
-    assert results["extra_data"]["status"]["2.2"] == "failed"
+    assert results["extra_data"]["status"]["2.2"] in ("failed", "timed out")  # its search of the disk is slow
     assert results["score"] == results["max_score"] - 2
     script = (tmp_path / "autograder" / "run_autograder").read_text()
     assert "forged" not in script

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from autograder import regions, registry
+from autograder.course import regions, registry
 
 from .conftest import REPO
 

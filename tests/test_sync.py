@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from autograder import regions, registry, sync
+from autograder.course import regions, registry
+from autograder.export import stubs as sync
 
 from .conftest import REPO
 

@@ -40,6 +40,7 @@ class Region:
     end: int  # 1-based line of the END marker
     indent: str
     owner: str  # "Value.__add__", "trace", ...
+    scope: str = ""  # the innermost function around it, as Python names it: "Value.__add__.<locals>._backward"
 
     @property
     def task(self) -> str:
@@ -50,6 +51,7 @@ class Region:
 def parse(text: str, module: str, filename: str = "<solution>") -> list[Region]:
     """Find the regions of one solution file, checking that markers pair up and sit inside a function."""
     owners = _owners_by_line(text, filename)
+    scopes = _scopes_by_line(text, filename)
     regions, open_at = [], None
     for number, line in enumerate(text.splitlines(), start=1):
         if match := BEGIN.match(line):
@@ -66,7 +68,7 @@ def parse(text: str, module: str, filename: str = "<solution>") -> list[Region]:
             if owner is None:
                 raise RegionError(f"{filename}:{begin}: a solution region must sit inside a function body")
             ids = tuple(i.strip() for i in match["ids"].split(","))
-            regions.append(Region(module, ids, begin, number, match["indent"], owner))
+            regions.append(Region(module, ids, begin, number, match["indent"], owner, scopes.get(begin, owner)))
             open_at = None
     if open_at:
         raise RegionError(f"{filename}:{open_at[0]}: BEGIN SOLUTION is never closed")
@@ -89,6 +91,31 @@ def _owners_by_line(text: str, filename: str) -> dict[int, str]:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     claim(item, f"{node.name}.{item.name}")
     return owners
+
+
+def _scopes_by_line(text: str, filename: str) -> dict[int, str]:
+    """Map each line to the qualified name of the innermost function around it."""
+    scopes: dict[int, str] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                for line in range(child.lineno, child.end_lineno + 1):
+                    scopes[line] = name
+                visit(child, f"{name}.<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(text, filename), "")
+    return scopes
+
+
+def tasks_of_scope(module: str, scope: str) -> frozenset[str]:
+    """The tasks whose code sits directly in the function `scope` of `module` (empty if none does)."""
+    return frozenset(t for r in all_regions() if r.module == module and r.scope == scope for t in r.tasks)
 
 
 def has_sources(root: Path = SOLUTIONS) -> bool:

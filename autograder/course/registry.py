@@ -138,7 +138,7 @@ LESSONS: tuple[Lesson, ...] = (
             "Set `self.grad = 1.0`, then call `_backward` of each node from the last in that order to the first.",
             "Mark nodes as visited so each `_backward` runs exactly once, even in a diamond.",
         ]),
-        ("6.2", "Value.backward on a million-deep graph", [
+        ("6.2", "Value.backward without recursion", [
             "A recursive depth-first search uses one Python frame per level: about 1,000 levels and it stops.",
             "Do the same search with your own list as a stack instead of the call stack.",
             "Push (node, False); when popped, push (node, True) and the children; on (node, True) the children are done: append the node.",

@@ -24,7 +24,6 @@ import importlib.abc
 import importlib.util
 import itertools
 import sys
-import traceback
 import types
 from collections.abc import Callable, Iterable
 
@@ -95,12 +94,21 @@ class SourcePackage(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def where_in(exc: BaseException, files: set[str]) -> tuple[str, str]:
-    """The innermost `file:line in function` of a traceback that lies in `files`, and that function's name."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
-    if not frames:
+    """The innermost `file:line in function` of a traceback that lies in `files`, and that function's qualified name.
+
+    The qualified name (`Value.__add__`, `Value.__add__.<locals>._backward`) tells
+    the grader which task's code raised.
+    """
+    found, tb = None, exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in files:
+            found = (code.co_filename, tb.tb_lineno, code.co_name, code.co_qualname)
+        tb = tb.tb_next
+    if found is None:
         return "", ""
-    f = frames[-1]
-    return f"{f.filename}:{f.lineno} in {f.name}", f.name
+    filename, line, name, qualname = found
+    return f"{filename}:{line} in {name}", qualname
 
 
 def _rebind(obj, namespace: dict):

@@ -32,7 +32,15 @@ from pathlib import Path
 import pytest
 
 from autograder.course import registry
-from autograder.course.regions import REPO, SOLUTIONS, all_regions, has_sources, module_of, owners_of
+from autograder.course.regions import (
+    REPO,
+    SOLUTIONS,
+    all_regions,
+    has_sources,
+    module_of,
+    owners_of,
+    tasks_of_scope,
+)
 from autograder.grading import sandbox, scorecard, workers
 from autograder.grading.limits import CHECK_TIMEOUT, KILL_GRACE, MEMORY_LIMIT_MB
 from autograder.grading.results import Results, TestResult
@@ -434,10 +442,27 @@ def _learner_status(info: dict, output: str, task_id: str) -> tuple[str, str]:
         if kind == "SyntaxError":
             return "error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)"
         return "error", f"importing your file raised {kind}: {message}{at}"
+    other = _other_task_that_raised(info, task_id)
+    if other and kind not in ("died",):
+        text = message if len(message) <= 200 else message[:200] + "…"
+        return "not started", (f"waits for task {other} ({registry.task(other).title}): this check runs through its "
+                               f"code, which raised {kind}: {text}{at}")
     if kind == "RecursionError":
         return "error", f"RecursionError: the code recursed too deep{at}"
     text = message if len(message) <= 300 else message[:300] + "…"
     return "error", f"your code raised {kind}: {text}{at}{printed}"
+
+
+def _other_task_that_raised(info: dict, task_id: str) -> str | None:
+    """The task whose code raised, when the innermost frame of the learner's code is another task's function."""
+    where, scope = info.get("where", ""), info.get("function", "")
+    if not where or not scope:
+        return None
+    module = Path(where.split(":")[0]).stem
+    owners = tasks_of_scope(module, scope)
+    if not owners or task_id in owners:
+        return None
+    return min(owners, key=registry.sort_key)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -455,6 +480,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     elif not result.settled:
         result.status, result.message = classify(call.excinfo.value, result.task)
         result.settled = True
+        if result.status == "not started" and result.message.startswith("waits for task "):
+            result.waits_for = result.message.split()[3]
     if call.when == "teardown":
         _save_progress(grader)
     return rep

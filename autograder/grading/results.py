@@ -30,6 +30,7 @@ class TestResult:
     message: str = "did not run"
     settled: bool = False  # an outcome has been recorded (the first failing phase wins)
     seconds: float = 0.0
+    waits_for: str = ""  # the other task this check could not get past ("" when it ran on its own)
 
     @property
     def earned(self) -> int:
@@ -52,6 +53,13 @@ class TaskResult:
     @property
     def status(self) -> str:
         return max((t.status for t in self.tests), key=STATUSES.index, default="not started")
+
+    @property
+    def waits_for(self) -> str:
+        """The other task a not-started task waits for, if a check said so."""
+        if self.status != "not started":
+            return ""
+        return next((t.waits_for for t in self.tests if t.waits_for), "")
 
 
 def group(results: list[TestResult], task_ids: list[str]) -> list[TaskResult]:

@@ -30,6 +30,8 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
         out.append(f"Lesson {lesson.number:>2} · {lesson.title:<52}{earned:>4}/{points:<3}")
         for t in mine:
             out.append(f"  {SYMBOL[t.status]} {t.task.id:<5}{t.task.title:<40}{t.status:>12}{t.earned:>5}/{t.points:<3}")
+            if t.waits_for:
+                out.append(f"         waits for task {t.waits_for} ({registry.task(t.waits_for).title})")
     total, max_total = sum(t.earned for t in tasks), sum(t.points for t in tasks)
     out.append("-" * width)
     out.append(f"{'Total':<62}{total:>4}/{max_total:<3}")
@@ -39,10 +41,18 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
     todo = next((t for t in tasks if t.status != "passed"), None)
     if todo is None:
         out.append("Every graded task passes. Well done!")
+        after = [lesson for lesson in registry.LESSONS
+                 if lesson.tasks and lesson.number > max(t.task.lesson for t in tasks)] if tasks else []
+        if after:
+            out.append(f"Next: lesson {after[0].number} · {after[0].title}")
+            out.append(f"      read {after[0].page}, then run: pytest autograder --lesson {after[0].number}{impl_option}")
     else:
-        out.append(f"Next: task {todo.task.id} · {todo.task.title} ({todo.status})")
-        out.append(f"      read {page_link(todo.task.id)}, then run: {grade_command(todo.task.id, impl_option)}")
-        out.append(f"      stuck? python -m autograder hint {todo.task.id}")
+        target, why = todo.task, todo.status
+        if todo.waits_for:  # the task it is blocked by comes first
+            target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
+        out.append(f"Next: task {target.id} · {target.title} ({why})")
+        out.append(f"      read {page_link(target.id)}, then run: {grade_command(target.id, impl_option)}")
+        out.append(f"      stuck? python -m autograder hint {target.id}")
     failures = [r for t in tasks for r in t.tests
                 if r.status not in ("passed", "not started") and not (hide_hidden and r.hidden)]
     if failures:
