@@ -6,6 +6,11 @@ a fresh interpreter that connects back over the loopback instead. Every call
 has a deadline kept here, from the moment the call is sent; when it passes,
 the worker is killed, and with it everything it started. `close()` returns
 only when every worker is gone.
+
+A long-lived caller (watch mode) may hand every run the same `Zygotes`, so
+that each run forks from zygotes that are already up: a zygote holds no
+learner code and no expected values (it only forks), and the workers are
+still per run, killed when the run closes.
 """
 
 from __future__ import annotations
@@ -52,10 +57,11 @@ class Worker:
         if self.dead:
             raise WorkerGone("the check's process had already ended")
         try:
+            self.sock.settimeout(timeout)  # a worker that stops reading cannot block the grader's send either
             self._drain_pending()
             wire.send(self.sock, request)
             return wire.receive(self.sock, time.monotonic() + timeout)
-        except wire.Deadline:
+        except (wire.Deadline, TimeoutError):
             self.kill()
             raise WorkerGone(f"did not finish within {timeout:g} s and was stopped", timed_out=True) from None
         except (wire.Closed, OSError):
@@ -124,6 +130,11 @@ class Zygote:
         theirs.close()
         self.ctrl = mine
         self.forking: list[Worker] = []  # asked for, in order; the zygote answers in the same order
+        self.broken = False
+
+    @property
+    def usable(self) -> bool:
+        return not self.broken and self.process.poll() is None
 
     def fork(self, worker: Worker, options: dict) -> None:
         wire.send(self.ctrl, options)
@@ -136,6 +147,7 @@ class Zygote:
         fds = socket.recv_fds(self.ctrl, 1024, 1)[1] if ready else []
         if not fds:
             worker.dead = True
+            self.broken = True  # its answers may now be out of step with the requests: never reuse it
             return
         worker.sock = socket.socket(fileno=fds[0])
         greet(worker)
@@ -149,41 +161,75 @@ class Zygote:
             self.process.wait()
 
 
+def _python() -> list[str]:
+    return [sys.executable, "-m", "autograder.grading.worker"]
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "AUTOGRADER"))}
+    return {**env, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+
+
+class Zygotes:
+    """The zygotes, one per set of preloaded modules: the tasks that need torch do not make the others wait for it.
+
+    One grading run owns its own; a caller that grades again and again (watch mode) keeps one `Zygotes` and
+    passes it to every run, and closes it when it is done.
+    """
+
+    def __init__(self):
+        self._zygotes: dict[tuple[str, ...], Zygote] = {}
+        self._cwd = tempfile.mkdtemp(prefix="autograder-zygote-")
+
+    def get(self, preload: tuple[str, ...]) -> Zygote:
+        """A running zygote with `preload` imported; a dead or broken one is replaced."""
+        zygote = self._zygotes.get(preload)
+        if zygote is None or not zygote.usable:
+            if zygote is not None:
+                zygote.close()
+            zygote = self._zygotes[preload] = Zygote(_python(), preload, self._cwd, _env())
+        return zygote
+
+    def started(self) -> list[Zygote]:
+        return list(self._zygotes.values())
+
+    def close(self) -> None:
+        for zygote in self._zygotes.values():
+            zygote.close()
+        self._zygotes.clear()
+        try:
+            os.rmdir(self._cwd)
+        except OSError:
+            pass
+
+
 class Workers:
     """All the workers of one grading run."""
 
-    def __init__(self, level: str, memory_mb: int, hidden: list[str], start: str = "fork"):
+    def __init__(self, level: str, memory_mb: int, hidden: list[str], start: str = "fork",
+                 zygotes: Zygotes | None = None):
         self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden}
         self.start = start if start == "spawn" or not hasattr(os, "fork") else "fork"
         self.workers: dict[str, Worker] = {}
-        # one zygote per set of preloaded modules: the tasks that need torch do not make the others wait for it
-        self._zygotes: dict[tuple[str, ...], Zygote] = {}
+        self._own_zygotes = zygotes is None  # a shared pool outlives the run: its caller closes it
+        self._zygotes = Zygotes() if zygotes is None else zygotes
         self._listener: socket.socket | None = None
         self._spawned: list[subprocess.Popen] = []
         self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
-
-    def _python(self) -> list[str]:
-        return [sys.executable, "-m", "autograder.grading.worker"]
-
-    def _env(self) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "AUTOGRADER"))}
-        return {**env, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
 
     def prepare(self, task: str, setup: dict, setup_timeout: float, preload: tuple[str, ...] = ()) -> None:
         """Ask for a worker for `task` now; its setup is sent, and its replies read, at its first call."""
         worker = Worker(task, setup=(setup, setup_timeout))
         self.workers[task] = worker
         if self.start == "fork":
-            if preload not in self._zygotes:
-                self._zygotes[preload] = Zygote(self._python(), preload, self._cwd, self._env())
-            self._zygotes[preload].fork(worker, self.options)
+            self._zygotes.get(preload).fork(worker, self.options)
         else:
             self._spawn(worker, preload)
             self._greet(worker)
 
     def get(self, task: str) -> Worker:
         worker = self.workers[task]
-        for zygote in self._zygotes.values():
+        for zygote in self._zygotes.started():
             while worker.sock is None and not worker.dead and worker in zygote.forking:
                 zygote.receive(self._greet)
         if worker.setup is not None:
@@ -211,8 +257,8 @@ class Workers:
         port = self._listener.getsockname()[1]
         kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32" else {}
         proc = subprocess.Popen(
-            [*self._python(), "connect", str(port), token, json.dumps({**self.options, "preload": list(preload)})],
-            cwd=self._cwd, env=self._env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            [*_python(), "connect", str(port), token, json.dumps({**self.options, "preload": list(preload)})],
+            cwd=self._cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, **kwargs,
         )
         self._spawned.append(proc)
@@ -238,8 +284,8 @@ class Workers:
             conn.close()  # not ours: someone else on the loopback
 
     def close(self) -> None:
-        """Kill every worker and the zygote; return when they are all gone."""
-        for zygote in self._zygotes.values():
+        """Kill every worker of the run, and the zygotes unless they are shared; return when they are all gone."""
+        for zygote in self._zygotes.started():
             while zygote.forking:
                 zygote.receive(self._greet)
         for worker in self.workers.values():
@@ -247,8 +293,8 @@ class Workers:
         for proc in self._spawned:
             proc.kill()
             proc.wait()
-        for zygote in self._zygotes.values():
-            zygote.close()
+        if self._own_zygotes:
+            self._zygotes.close()
         if self._listener:
             self._listener.close()
         try:
