@@ -3,7 +3,9 @@
 - `build [--check]` regenerates (or checks) every generated file: stubs, notebooks, task lists, workflow template;
 - `grade [--impl DIR]` grades with the one runner and prints the scorecard (what batch and Gradescope run);
 - `sync [--check] [--force]` regenerates `exercises/` from `solutions/` (part of `build`);
-- `hint L.N` prints a task's hints; `tasks` lists every task with its page and grading command;
+- `hint L.N` prints a task's hints, one more level on each call (`--all`: every level; `--reset`: from level 1);
+  `tasks` lists every task with its page and grading command;
+- `nbgrader-extensions off|on` hides nbgrader's Jupyter menus from learners (or shows them);
 - `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/` (part of `build`);
 - `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py);
 - `batch SUBMISSIONS_DIR --out grades.csv` grades a whole class into a CSV gradebook;
@@ -15,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -48,16 +51,63 @@ def _sync(args: argparse.Namespace) -> int:
     return 1 if refused else 0
 
 
+HINTS_SEEN = ".hints-seen.json"  # in the graded folder: which hint levels the learner has opened, per task
+
+
+def _hints_seen(folder: Path) -> dict[str, int]:
+    try:
+        seen = json.loads((folder / HINTS_SEEN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # no file yet, or one we cannot read: start from level 1
+    if not isinstance(seen, dict):
+        return {}
+    return {task: level for task, level in seen.items() if isinstance(level, int)}
+
+
 def _hint(args: argparse.Namespace) -> int:
     try:
         task = registry.task(args.task)
     except KeyError as exc:
         print(exc.args[0], file=sys.stderr)
         return 2
-    print(f"Task {task.id} · {task.title}")
-    for number, hint in enumerate(task.hints, start=1):
+    folder = Path(args.impl)
+    if not folder.is_dir():
+        print(f"{folder} is not a folder: --impl names the folder you work in (default exercises/)", file=sys.stderr)
+        return 2
+    seen = _hints_seen(folder)
+    if args.reset:
+        seen.pop(task.id, None)
+    levels = len(task.hints)
+    shown = levels if args.all else min(seen.get(task.id, 0) + 1, levels)
+    seen[task.id] = max(shown, seen.get(task.id, 0))
+    try:
+        (folder / HINTS_SEEN).write_text(json.dumps(seen, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError as exc:  # a read-only folder still gets its hint; the next call shows the same level
+        print(f"(could not remember the hints you saw: {exc})", file=sys.stderr)
+    print(f"Task {task.id} · {task.title}: hint {shown} of {levels}")
+    for number, hint in enumerate(task.hints[:shown], start=1):
         print(f"  {number}. {hint}")
+    left = levels - shown
+    if left:
+        print(f"  {left} more level{'s' * (left != 1)}: run the same command again (--all shows them all)")
+    else:
+        print("  that was the last level (--reset starts over)")
     print(f"  → {page_link(task.id)}   grade it: {grade_command(task.id)}")
+    return 0
+
+
+def _nbgrader_extensions(args: argparse.Namespace) -> int:
+    from autograder.jupyter import set_nbgrader_extensions
+
+    enabled = args.state == "on"
+    try:
+        written = set_nbgrader_extensions(enabled, user=args.user)
+    except OSError as exc:
+        print(f"could not write Jupyter's config ({exc}); try --user", file=sys.stderr)
+        return 1
+    print(f"nbgrader's Jupyter extensions are {'on' if enabled else 'off'} "
+          f"({'the formgrader and nbgrader menus show' if enabled else 'no nbgrader menus'} in a Lab started now): "
+          + ", ".join(str(path) for path in written))
     return 0
 
 
@@ -132,6 +182,12 @@ def _grade(args: argparse.Namespace) -> int:
     return 0 if all(t.status == "passed" for t in results.tests) else 1
 
 
+def _watch(args: argparse.Namespace) -> int:
+    from autograder.grading import watch
+
+    return watch.watch(args.impl, args.lesson, args.check_timeout)
+
+
 def _gradescope(args: argparse.Namespace) -> int:
     from autograder.export import gradescope
 
@@ -203,9 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="also replace exercise files you changed (keeps a .bak)")
     p.add_argument("--into", type=Path, default=EXERCISES, metavar="DIR", help="the folder to write (default: exercises/)")
     p.set_defaults(run=_sync)
-    p = commands.add_parser("hint", help="print the hints of a task")
+    p = commands.add_parser("hint", help="print a task's hints, one more level on each call")
     p.add_argument("task", metavar="L.N")
+    p.add_argument("--all", action="store_true", help="show every level at once")
+    p.add_argument("--reset", action="store_true", help="forget the levels seen: start again from level 1")
+    p.add_argument("--impl", type=Path, default=EXERCISES, metavar="DIR",
+                   help=f"the folder you work in; it keeps {HINTS_SEEN} (default: exercises/)")
     p.set_defaults(run=_hint)
+    p = commands.add_parser("nbgrader-extensions", help="nbgrader's Jupyter menus: off (learners), on (instructors)")
+    p.add_argument("state", choices=["off", "on"])
+    p.add_argument("--user", action="store_true", help="in your user's Jupyter config, not the environment's")
+    p.set_defaults(run=_nbgrader_extensions)
     p = commands.add_parser("tasks", help="list every task")
     p.set_defaults(run=_tasks)
     p = commands.add_parser("notebooks", help="regenerate the learner notebooks of exercises/notebooks/")
@@ -239,6 +303,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results-file", type=Path, help="the grader's own results, saved after every check")
     p.add_argument("--hide", action="append", default=[], metavar="PATH", help="a folder the learner's code must not see")
     p.set_defaults(run=_grade)
+    p = commands.add_parser("watch", help="grade, then re-grade each file you save (Ctrl-C to stop)")
+    p.add_argument("--lesson", action="append", type=int, default=[], metavar="N",
+                   help="only lesson N (repeatable; default: every lesson)")
+    p.add_argument("--impl", default="exercises", help="the folder to watch: exercises (default), or a folder")
+    p.add_argument("--check-timeout", type=float, default=None, metavar="S",
+                   help="time limit of each call into your code, seconds (default: the grader's)")
+    p.set_defaults(run=_watch)
     p = commands.add_parser("gradescope", help="build the Gradescope autograder bundle (a zip)")
     p.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write (default autograder.zip)")
     p.set_defaults(run=_gradescope)

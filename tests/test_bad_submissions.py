@@ -253,7 +253,7 @@ def _apply(folder: Path, edits: dict) -> None:
         path.write_text(text)
 
 
-def batch(submissions: Path, out: Path, *extra: str, test_timeout: float = 2) -> subprocess.CompletedProcess:
+def batch(submissions: Path, out: Path, *extra: str, test_timeout: float = 5) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out),
                            "--jobs", "2", "--test-timeout", str(test_timeout), "--timeout", "300", "--quiet", *extra],
                           cwd=REPO, capture_output=True, text=True, timeout=1200)

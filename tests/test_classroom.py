@@ -30,7 +30,8 @@ def test_the_committed_template_is_up_to_date():
 def test_one_step_per_lesson_with_its_points(reference_run):
     steps = yaml.safe_load(TEMPLATE.read_text())["jobs"]["run-autograding-tests"]["steps"]
     graders = [s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-command-grader")]
-    graded_lessons = [lesson for lesson in registry.LESSONS if lesson.tasks]
+    # Classroom has no extra credit: a bonus lesson gets no step
+    graded_lessons = [lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus]
     assert [s["with"]["command"] for s in graders] == [f"pytest autograder --lesson {lesson.number}" for lesson in graded_lessons]
     per_lesson = {}
     for task_id, (_, points) in reference_run.score_by_task.items():

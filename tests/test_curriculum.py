@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from solutions import backprop_by_hand, classifier, derivatives, nn, train, torch_bridge
+from solutions import backprop_by_hand, classifier, derivatives, further, nn, train, torch_bridge
 from solutions.engine import Value
 
 
@@ -163,3 +163,22 @@ def test_lesson_12_demo_reaches_full_training_accuracy():
     history = classifier.train_classifier(classifier.classifier_model(), X, y, steps=100)
     assert history[-1][1] >= 0.99
     assert history[-1][0] < history[0][0] / 10
+
+
+def test_lesson_13_bonus_cross_entropy_is_stable_and_momentum_trains():
+    """Bonus challenges: cross-entropy of scores like 1000 without overflow; momentum fits lesson 11's data."""
+    logits = [Value(1000.0), Value(0.0), Value(-1000.0)]
+    loss = further.cross_entropy(logits, 2)
+    loss.backward()
+    assert loss.data == 2000.0 and [s.grad for s in logits] == [1.0, 0.0, -1.0]
+    assert [p.data for p in further.softmax([Value(1000.0), Value(1000.0)])] == [0.5, 0.5]
+    model = train.lesson_model()
+    opt = further.Momentum(model.parameters(), lr=0.05, beta=0.9)
+    history = []
+    for _ in range(20):
+        loss = train.squared_error_loss([model(x) for x in train.XS], train.YS)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        history.append(loss.data)
+    assert history[-1] < 0.05 < 1 < history[0]

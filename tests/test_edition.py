@@ -61,7 +61,8 @@ def test_the_edition_grades_itself(edition, reference_run, tmp_path):
     in_edition(edition, sys.executable, "-m", "pytest", "autograder", "--impl", str(REPO / "solutions"),
                "--results-json", str(solved))
     data = json.loads(solved.read_text())
-    assert data["score"] == data["max_score"] == sum(r["points"] for r in visible), data["output"][-3000:]
+    full = data["max_score"] + data["extra_data"]["bonus_max"]  # full marks, and the bonus as extra credit
+    assert data["score"] == full == sum(r["points"] for r in visible), data["output"][-3000:]
 
 
 def test_the_edition_ships_its_site_built_and_the_learners_workflow(edition):

@@ -60,7 +60,8 @@ def test_the_bundle_has_gradescope_s_layout(bundle):
 def test_a_correct_submission_gets_full_marks(bundle, tmp_path):
     files = {p.name: p.read_text() for p in (REPO / "solutions").glob("*.py") if p.name != "__init__.py"}
     results = run_autograder(bundle, tmp_path, files)
-    assert results["score"] == results["max_score"] > 0
+    # full marks, and every bonus point on top as extra credit
+    assert results["score"] == results["max_score"] + results["extra_data"]["bonus_max"] > results["max_score"] > 0
 
 
 def test_the_unmodified_stubs_get_zero_in_a_nested_folder(bundle, tmp_path):
@@ -132,7 +133,7 @@ def test_code_that_outlives_the_grader_or_edits_its_script_changes_nothing(bundl
     again = json.loads((tmp_path / "autograder" / "results" / "results.json").read_text())
     assert again == results
     assert results["extra_data"]["status"]["2.2"] in ("failed", "timed out")  # its search of the disk is slow
-    assert results["score"] == results["max_score"] - 2
+    assert results["score"] == results["max_score"] + results["extra_data"]["bonus_max"] - 2
     script = (tmp_path / "autograder" / "run_autograder").read_text()
     assert "forged" not in script
 

@@ -50,7 +50,9 @@ def scorecard_total(output: str) -> tuple[int, int]:
 
 def test_reference_scores_full_marks(reference_run):
     results = reference_run.results
-    assert results["score"] == results["max_score"] > 0, reference_run.output[-4000:]
+    bonus = results["extra_data"]["bonus_max"]  # on top of full marks, as extra credit
+    assert results["score"] == results["max_score"] + bonus > results["max_score"] > 0, reference_run.output[-4000:]
+    assert results["extra_data"]["bonus"] == bonus
     assert set(reference_run.status.values()) == {"passed"}
     assert reference_run.returncode == 0
     assert "Every graded task passes" in reference_run.output
@@ -70,7 +72,9 @@ def test_fresh_exercises_score_zero_with_every_task_not_started(fresh_run):
 def test_results_json_is_valid_and_agrees_with_the_scorecard(reference_run, fresh_run):
     for run in (reference_run, fresh_run):
         jsonschema.validate(run.results, RESULTS_SCHEMA)
-        assert scorecard_total(run.output) == (run.results["score"], run.results["max_score"])
+        bonus = run.results["extra_data"]["bonus"]
+        assert scorecard_total(run.output) == (run.results["score"] - bonus, run.results["max_score"])
+        assert f"Bonus{' ' * 57}{bonus:>4}/{run.results['extra_data']['bonus_max']}" in run.output
         assert sum(t["score"] for t in run.results["tests"]) == run.results["score"]
         assert sum(t["max_score"] for t in run.results["tests"]) == run.results["max_score"]
     assert fresh_run.results["max_score"] == reference_run.results["max_score"]

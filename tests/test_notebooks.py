@@ -24,9 +24,9 @@ import nbformat
 import pytest
 
 from autograder.course import registry
-from autograder.export import notebooks
-from autograder.jupyter import TIMEOUT_VARIABLE, dot_to_svg, execute, lesson_budget, run_grader
 from autograder.course.regions import parse
+from autograder.export import notebooks
+from autograder.jupyter import TIMEOUT_VARIABLE, Lesson, difference, dot_to_svg, execute, lesson_budget, run_grader
 
 from .conftest import REPO
 
@@ -50,6 +50,83 @@ def without_markers(source: str) -> str:
 
 def test_learner_notebooks_are_up_to_date():
     assert notebooks.stale_learner_notebooks() == [], "run: python -m autograder notebooks"
+
+
+def test_learner_notebooks_link_the_files_they_edit_and_end_with_the_scorecard():
+    """Opened from the repository root, JupyterLab follows the links to exercises/; the last cell grades the lesson."""
+    for name, nb in notebooks.learner_notebooks().items():
+        links = re.findall(r"\]\((\.\./\w+\.py)\)", nb.cells[0].source)
+        assert links and all((notebooks.LEARNER_NOTEBOOKS / link).resolve().is_file() for link in links), name
+        assert nb.cells[-1].cell_type == "code" and nb.cells[-1].source == "lesson.grade()", name
+
+
+def test_difference_names_the_first_difference():
+    from solutions.backprop_by_hand import hand_gradients, running_example
+    from solutions.graph import draw_dot
+
+    def drawing(wrong_a: bool):
+        nodes, grads = running_example(), hand_gradients(2.0, -3.0, 10.0, -2.0)
+        for name, node in nodes.items():
+            node.grad = 0.0 if wrong_a and name == "a" else grads[name]
+        return draw_dot(nodes["L"])
+
+    assert difference(("", drawing(False)), ("", drawing(False))) is None  # the nodes' ids differ: labels count
+    found = difference(("", drawing(True)), ("", drawing(False)))
+    assert found.startswith("the drawing → node a:") and "grad 0.0000" in found and "grad 6.0000" in found
+    assert difference(("", {"x": 14.0000001, "y": 1}), ("", {"x": 14.0, "y": 1})).startswith("the result → x:")
+    assert difference(("", {"x": 1.0}), ("", {"x": 1.0 + 1e-12})) is None
+    assert difference(("7 nodes\nok\n", None), ("6 nodes\nok\n", None)).startswith("printed line 1:")
+    assert "2 items in yours, 3" in difference(("", [1, 2]), ("", [1, 2, 3]))
+
+
+def compare_verdicts(monkeypatch, lesson: Lesson, example) -> list[str]:
+    """What `lesson.compare(example)` displays as Markdown, in the test's own process."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(getattr(obj, "data", repr(obj))))
+    lesson.compare(example)
+    return [text for text in shown if isinstance(text, str)]
+
+
+def test_compare_says_where_yours_differs_from_the_reference(monkeypatch, tmp_path):
+    """Lesson 4's gradients by hand with a wrong dL/da: the verdict names node a, not only two pictures."""
+    source = (REPO / "solutions" / "backprop_by_hand.py").read_text()
+    assert source.count('"a": da') == 1
+    (tmp_path / "backprop_by_hand.py").write_text(source.replace('"a": da', '"a": 0.0'))
+
+    def gradients_by_hand(m):
+        from solutions.graph import draw_dot
+
+        nodes = m.running_example()
+        grads = m.hand_gradients(2.0, -3.0, 10.0, -2.0)
+        for name, node in nodes.items():
+            node.grad = grads[name]
+        return draw_dot(nodes["L"])
+
+    verdict = compare_verdicts(monkeypatch, Lesson(4, tmp_path), gradients_by_hand)[-1]
+    assert "Where yours differs" in verdict and "node a" in verdict and "grad 6.0000" in verdict, verdict
+    (tmp_path / "backprop_by_hand.py").write_text(source)
+    verdict = compare_verdicts(monkeypatch, Lesson(4, tmp_path), gradients_by_hand)[-1]
+    assert "matches the reference" in verdict, verdict
+
+
+def test_nbgrader_extensions_off_for_learners_and_on_for_instructors(tmp_path):
+    """What a Lab started afterwards loads: nbgrader's server extensions and its lab extension, off then on."""
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path), "JUPYTER_PREFER_ENV_PATH": "0"}
+    probe = ("import json; from jupyter_server.serverapp import ServerApp; "
+             "from jupyterlab_server.config import get_static_page_config as page; "
+             "app = ServerApp(); app.find_server_extensions(); "
+             "print(json.dumps([{k: v for k, v in app.jpserver_extensions.items() if k.startswith('nbgrader')}, "
+             "page(level='all').get('disabledExtensions', {}).get('@jupyter/nbgrader', False)]))")
+    for state, enabled in (("off", False), ("on", True)):
+        done = subprocess.run([sys.executable, "-m", "autograder", "nbgrader-extensions", state, "--user"], cwd=REPO,
+                              env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        server, lab_disabled = json.loads(subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                                                         text=True, timeout=120, check=True).stdout)
+        assert server and set(server.values()) == {enabled}, server
+        assert lab_disabled is not enabled
 
 
 def test_graphs_render_without_the_dot_program(monkeypatch):
@@ -80,19 +157,25 @@ def test_learner_notebook_runs_headless_and_draws(lesson):
     nb = run_notebook(nbformat.read(path, as_version=4), path.parent)
     errors = [f"{o['ename']}: {o['evalue']}" for o in outputs(nb) if o["output_type"] == "error"]
     assert not errors, errors
-    figures = sum(("draw_dot(" in code or "Figure(" in code) for _, code in notebooks.EXAMPLES[lesson])
+    figures = sum(("draw_dot(" in code or "Figure(" in code) for _, code in notebooks.EXAMPLES.get(lesson, []))
     assert len(svgs(nb)) >= figures, f"{len(svgs(nb))} SVG outputs for {figures} figure examples"
     assert all(svg.lstrip().startswith("<svg") for svg in svgs(nb))
+    scorecard = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    assert f"Lesson {lesson:2d}" in scorecard, scorecard[-2000:]  # the last cell graded the lesson
 
 
-def test_learner_notebook_with_finished_code_shows_both_drawings():
-    """Lesson 3 over the reference as 'your' code: your draw_dot's picture is an inline SVG too."""
+def test_learner_notebook_with_finished_code_shows_both_drawings(tmp_path):
+    """Lesson 3 with the reference's code as 'yours': both drawings are inline SVGs, and the verdict says they match."""
+    shutil.copy(REPO / "solutions" / "graph.py", tmp_path / "graph.py")
     path = notebooks.LEARNER_NOTEBOOKS / "lesson03.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nb.cells[1].source = nb.cells[1].source.replace("Lesson(3)", 'Lesson(3, "solutions")')
+    nb.cells[1].source = nb.cells[1].source.replace("Lesson(3)", f"Lesson(3, {str(tmp_path)!r})")
+    nb.cells = nb.cells[:-1]  # not the grading cell: this test is about the examples
     nb = run_notebook(nb, path.parent)
     drawings = svgs(nb)
-    assert len(drawings) == 1 and drawings[0].count('class="node"') == 10  # 7 Values and 3 operations
+    assert len(drawings) == 2 and all(d.count('class="node"') == 10 for d in drawings)  # 7 Values, 3 operations
+    verdicts = [o["data"]["text/markdown"] for o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    assert any("Yours matches the reference" in v for v in verdicts), verdicts
 
 
 def test_a_module_that_loops_at_import_is_stopped():

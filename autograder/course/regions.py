@@ -150,7 +150,11 @@ def manifest_entries() -> list[dict]:
 
 
 def module_of(task_id: str) -> str:
-    """The file (stem) that holds a task's code, e.g. `'engine'` for task 2.3."""
+    """The file (stem) that holds a task's code, e.g. `'engine'` for task 2.3 (a capstone: the first file it runs)."""
+    from autograder.course import registry
+
+    if task_id in registry.TASKS and registry.task(task_id).runs_whole:
+        return registry.task(task_id).runs_whole[0]
     modules = {r.module for r in all_regions() if task_id in r.tasks}
     if len(modules) != 1:
         raise LookupError(f"task {task_id} has code in {sorted(modules) or 'no file'}; expected exactly one file")

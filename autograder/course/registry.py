@@ -16,6 +16,9 @@ class Task:
     id: str
     title: str
     hints: tuple[str, ...]
+    # a capstone has no code of its own: it runs these files of the learner's whole, with no reference underneath,
+    # once every task in them passes
+    runs_whole: tuple[str, ...] = ()
 
     @property
     def lesson(self) -> int:
@@ -26,6 +29,11 @@ class Task:
         """The id of the task's heading on its page, e.g. `task-2-3`."""
         return "task-" + self.id.replace(".", "-")
 
+    @property
+    def bonus(self) -> bool:
+        """A bonus task is scored apart and never needed for full marks; its lesson says so."""
+        return LESSON_OF[self.id].bonus
+
 
 @dataclass(frozen=True)
 class Lesson:
@@ -33,6 +41,7 @@ class Lesson:
     slug: str
     title: str
     tasks: tuple[Task, ...] = field(default=())
+    bonus: bool = False  # every task of the lesson is a bonus task
 
     @property
     def page(self) -> str:
@@ -40,8 +49,9 @@ class Lesson:
         return f"course/{self.slug}.md"
 
 
-def _lesson(number: int, slug: str, title: str, *tasks: tuple) -> Lesson:
-    return Lesson(number, f"{number:02d}-{slug}", title, tuple(Task(*t[:2], tuple(t[2])) for t in tasks))
+def _lesson(number: int, slug: str, title: str, *tasks: tuple, bonus: bool = False) -> Lesson:
+    made = tuple(Task(t[0], t[1], tuple(t[2]), tuple(t[3]) if len(t) > 3 else ()) for t in tasks)
+    return Lesson(number, f"{number:02d}-{slug}", title, made, bonus)
 
 
 LESSONS: tuple[Lesson, ...] = (
@@ -55,12 +65,12 @@ LESSONS: tuple[Lesson, ...] = (
         ]),
         ("1.2", "central_difference", [
             "Step the same distance h to both sides of x.",
-            "The run is now 2h: (fn(x + h) - fn(x - h)) / (2 * h).",
+            "The rise is fn one step right of x minus fn one step left of it; the run between those points is 2h.",
             "Refuse h <= 0 with a ValueError, as in task 1.1.",
         ]),
         ("1.3", "partial_derivative", [
             "Nudge one argument only; every other argument keeps its value.",
-            "Copy args into a list, add h to element i, and compare fn(*nudged) with fn(*args).",
+            "Nudge element i of a copy of args by h; the slope compares fn on the copy with fn on the original.",
             "Check h > 0 (ValueError) and that i names an argument (IndexError).",
         ]),
     ),
@@ -69,7 +79,7 @@ LESSONS: tuple[Lesson, ...] = (
         ("2.1", "Value.__init__", [
             "Store every argument on self; `grad` always starts at 0.0.",
             "`_prev` is a set made from the tuple `_children`, so a child used twice is stored once.",
-            "`_backward` starts as a function that does nothing: `lambda: None`.",
+            "`_backward` starts as a function that takes no arguments and does nothing: a leaf has nothing to pass on.",
         ]),
         ("2.2", "Value.__repr__", [
             "Return a string; Python prints it for the Value in the REPL.",
@@ -78,7 +88,7 @@ LESSONS: tuple[Lesson, ...] = (
         ("2.3", "Value.__add__ forward", [
             "The result is a new Value; neither input changes.",
             "Its data is the sum of the two `.data`; its children are `(self, other)`; its op is '+'.",
-            "`other` may be a plain number: wrap it with `Value(other)` before using `.data`.",
+            "`other` may be a plain number (`a + 4.0`): when it is not a Value, make it one before reading `.data`.",
         ]),
         ("2.4", "Value.__mul__ forward", [
             "Same shape as `__add__`, with a product and the op '*'.",
@@ -93,9 +103,9 @@ LESSONS: tuple[Lesson, ...] = (
             "Keep a set of visited nodes so a Value used twice is visited once.",
         ]),
         ("3.2", "draw_dot", [
-            "Make `Digraph(graph_attr={'rankdir': 'LR'})` and call `trace(root)`.",
+            "A `Digraph` laid out left to right (graph attribute `rankdir` 'LR'); `trace(root)` lists what to draw.",
             "One `shape='record'` node per Value named `str(id(v))`, label `{ label | data %.4f | grad %.4f }`.",
-            "For a Value with an `_op`, add a node named `str(id(v)) + v._op` and an edge from it to the Value; children link to that op node.",
+            "Each `_op` gets a node `str(id(v)) + v._op` that points to its Value; the children point to the op node.",
         ]),
     ),
     _lesson(
@@ -112,7 +122,7 @@ LESSONS: tuple[Lesson, ...] = (
         ]),
         ("4.3", "ascent_step", [
             "Each leaf's `.grad` says which way its `.data` should move to make L grow.",
-            "Add `step_size * leaf.grad` to `leaf.data`, for every leaf.",
+            "Move every leaf's `.data` by `step_size` times its own `.grad`, the way the grad points (ascent).",
         ]),
     ),
     _lesson(
@@ -128,20 +138,20 @@ LESSONS: tuple[Lesson, ...] = (
         ]),
         ("5.3", "Value.__mul__ backward", [
             "The local derivative of a·b is b with respect to a, and a with respect to b.",
-            "Chain rule: `self.grad` gets `other.data * out.grad`, `other.grad` gets `self.data * out.grad`.",
+            "Chain rule: each input's grad receives the *other* input's data times `out.grad`.",
         ]),
     ),
     _lesson(
         6, "backward", "Backward, automatically",
         ("6.1", "Value.backward", [
             "Order the nodes so that every node comes after all of its children (a topological order).",
-            "Set `self.grad = 1.0`, then call `_backward` of each node from the last in that order to the first.",
+            "Seed `self.grad` with dL/dL = 1, then call each node's `_backward` in that order reversed, last first.",
             "Mark nodes as visited so each `_backward` runs exactly once, even in a diamond.",
         ]),
         ("6.2", "Value.backward without recursion", [
             "A recursive depth-first search uses one Python frame per level: about 1,000 levels and it stops.",
             "Do the same search with your own list as a stack instead of the call stack.",
-            "Push (node, False); when popped, push (node, True) and the children; on (node, True) the children are done: append the node.",
+            "Each node goes on the stack twice: first to push its children, then, marked, to be appended after them.",
         ]),
     ),
     _lesson(
@@ -156,20 +166,20 @@ LESSONS: tuple[Lesson, ...] = (
         8, "operations", "A full set of operations",
         ("8.1", "Value.__radd__ and __rmul__", [
             "`1 + a` asks int first; when int gives up, Python calls `a.__radd__(1)`.",
-            "Addition and multiplication commute: return `self + other` (or `self * other`).",
+            "Addition and multiplication commute: hand the work to the `__add__` and `__mul__` you already have.",
         ]),
         ("8.2", "Value.__pow__", [
             "Refuse anything but an int or float exponent with a TypeError.",
-            "Forward: `self.data ** other`, one child, op `f'**{other}'`.",
-            "Power rule: `self.grad += other * self.data ** (other - 1) * out.grad`.",
+            "Forward: the data raised to `other`, one child, and an op that names the exponent ('**2').",
+            "Power rule: d(xⁿ)/dx = n·xⁿ⁻¹ at `self.data`; in `_backward`, add it times `out.grad` to `self.grad`.",
         ]),
         ("8.3", "Value.__neg__, __sub__ and __rsub__", [
             "Build each from operations you already have, so their backward comes for free.",
-            "-a is a * -1; a - b is a + (-b); 1 - a is 1 + (-a).",
+            "Negation is a product with -1; subtraction adds the negation, whichever side the plain number is on.",
         ]),
         ("8.4", "Value.__truediv__ and __rtruediv__", [
             "Division is multiplication by a power: a / b = a · b⁻¹.",
-            "`self * other**-1`, and for `10.0 / a`: `other * self**-1`.",
+            "Raise the divisor to the power -1 and multiply; in `10.0 / a` the Value is the divisor: roles swap.",
         ]),
         ("8.5", "Value.exp", [
             "Forward: `math.exp(self.data)`, op 'exp'.",
@@ -183,14 +193,14 @@ LESSONS: tuple[Lesson, ...] = (
     _lesson(
         9, "pytorch", "Checking against PyTorch",
         ("9.1", "torch_neuron", [
-            "Make each input a float64 scalar: `torch.tensor(x1, dtype=torch.double, requires_grad=True)`.",
+            "Make each input a float64 scalar tensor (`dtype=torch.double`) that requires its grad.",
             "Build n the same way as with Value, take `torch.tanh(n)`, call `.backward()` on it.",
             "Read `.item()` of the output and of each leaf's `.grad`.",
         ]),
         ("9.2", "Tanh autograd Function", [
-            "forward(ctx, x) computes t = torch.tanh(x) and keeps it with `ctx.save_for_backward(t)`.",
-            "backward(ctx, grad_output) reads `(t,) = ctx.saved_tensors`.",
-            "Return the local derivative times the incoming gradient: `(1 - t**2) * grad_output`.",
+            "forward(ctx, x) computes tanh of x and keeps the result for backward with `ctx.save_for_backward`.",
+            "backward(ctx, grad_output) gets that result back from `ctx.saved_tensors`, a tuple.",
+            "Return tanh's local derivative, written with the saved t, times the incoming `grad_output`.",
         ]),
     ),
     _lesson(
@@ -202,7 +212,7 @@ LESSONS: tuple[Lesson, ...] = (
         ("10.2", "Neuron", [
             "Draw the nin weights first, then the bias, each `Value(random.uniform(-1, 1))`.",
             "The sum w·x + b: start from the bias and add each `wi * xi`.",
-            "Apply the activation by name with `getattr(z, self.act)()`, unless `nonlin` is False.",
+            "`self.act` names a method of Value: look it up on z (`getattr`) and call it, unless `nonlin` is False.",
         ]),
         ("10.3", "Layer", [
             "A layer is a list of `nout` neurons, each with `nin` inputs; pass the keyword arguments on.",
@@ -210,7 +220,7 @@ LESSONS: tuple[Lesson, ...] = (
             "parameters(): every neuron's parameters, flattened in order.",
         ]),
         ("10.4", "MLP", [
-            "sizes = [nin] + nouts; layer i maps sizes[i] inputs to sizes[i+1] outputs.",
+            "Put nin in front of nouts: layer i maps the i-th size to the next one.",
             "With `linear_output=True`, only the last layer gets `nonlin=False`.",
             "Call the layers one after the other, each on the previous one's output.",
         ]),
@@ -219,10 +229,10 @@ LESSONS: tuple[Lesson, ...] = (
         11, "training", "Loss and gradient descent",
         ("11.1", "squared_error_loss", [
             "For each example, (prediction - target) ** 2.",
-            "Add them all up into one Value: `sum(..., Value(0.0))`.",
+            "Add them up into one Value: give `sum` a Value to start from, so the total stays in the graph.",
         ]),
         ("11.2", "sgd_step", [
-            "Gradient descent moves against the gradient: `p.data += -learning_rate * p.grad`.",
+            "Gradient descent moves each `p.data` against its gradient, by `learning_rate` times `p.grad`.",
             "Change `.data` only: the gradients are zeroed by the training loop, not here.",
         ]),
         ("11.3", "train", [
@@ -234,7 +244,7 @@ LESSONS: tuple[Lesson, ...] = (
     _lesson(
         12, "classifier", "A real classifier",
         ("12.1", "hinge_loss", [
-            "For one example the loss is relu(1 - y · score): zero once the score is on the right side by a margin of 1.",
+            "For one example the loss is relu(1 - y · score): zero once the score is right by a margin of 1.",
             "Average over the examples: sum, then multiply by 1 / n.",
         ]),
         ("12.2", "l2_penalty", [
@@ -248,10 +258,39 @@ LESSONS: tuple[Lesson, ...] = (
         ("12.4", "train_step and train_classifier", [
             "train_step: scores, total loss = hinge_loss + l2_penalty, zero_grad, backward, update; return floats.",
             "train_classifier calls train_step once per step with the learning rate 1.0 - 0.9 * k / steps.",
-            "With batch_size, draw the batch's indices with random.Random(seed).sample; collect the step's (loss, accuracy).",
+            "With batch_size, draw indices with one random.Random(seed)'s sample; keep each step's (loss, accuracy).",
         ]),
+        ("12.5", "your engine, whole", [
+            "Nothing new to write: this check runs your engine.py and nn.py with no reference underneath.",
+            "It waits until every task of lessons 2 and 5 to 8 and 10 passes; a bug it finds then hides between them.",
+            "Read which expression or step disagrees, then re-run the task whose rule it uses on its own.",
+        ], ("engine", "nn")),
     ),
-    _lesson(13, "further", "From micrograd to PyTorch, and further"),
+    _lesson(
+        13, "further", "From micrograd to PyTorch, and further",
+        ("13.1", "sigmoid and log", [
+            "Each is a one-input operation shaped like `Value.exp`: a forward number, a new Value with child `v`, "
+            "and a `_backward` that adds the local derivative times `out.grad` to `v.grad`.",
+            "σ'(x) = σ(x)·(1 - σ(x)): keep the forward result and reuse it. The derivative of log x is 1/x.",
+            "For a very negative x, e^-x overflows: there compute σ from e^x, the equal form. In log, refuse "
+            "`v.data <= 0` before calling `math.log`.",
+        ]),
+        ("13.2", "softmax and cross_entropy", [
+            "Build both from Value operations you already have (`-`, `.exp()`, `+`, `/`, `log`): "
+            "their backward comes for free.",
+            "Softmax does not change when the same number is subtracted from every logit: subtract the largest "
+            "logit's `.data`, so that every exponent is at most 0.",
+            "For the loss, never take the log of a probability, which can round to 0: expand "
+            "log(e^(sₜ - m) / Σⱼ e^(sⱼ - m)) by hand; the sum left inside the log is at least 1.",
+        ]),
+        ("13.3", "Momentum", [
+            "Keep one velocity per parameter, in a list as long as the parameters, each starting at 0.0.",
+            "step(): first the new velocity, from the old one and the parameter's grad; then move the "
+            "parameter's data by that velocity.",
+            "zero_grad() clears the grads only: the velocities are the optimizer's memory from step to step.",
+        ]),
+        bonus=True,
+    ),
 )
 
 TASKS: dict[str, Task] = {t.id: t for lesson in LESSONS for t in lesson.tasks}
@@ -275,3 +314,12 @@ def task(task_id: str) -> Task:
 def sort_key(task_id: str) -> tuple[int, int]:
     lesson_number, number = task_id.split(".")
     return int(lesson_number), int(number)
+
+
+def prerequisites(task_id: str) -> list[str]:
+    """For a capstone, the tasks whose code it runs whole; for any other task, none."""
+    from autograder.course.regions import all_regions
+
+    files = task(task_id).runs_whole
+    ids = {t for r in all_regions() if r.module in files for t in r.tasks}
+    return sorted((t for t in ids if not task(t).bonus), key=sort_key)

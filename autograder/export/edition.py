@@ -98,7 +98,7 @@ def _record_reference_answers(path: Path) -> None:
     from autograder.grading.runner import grade
 
     results = grade("solutions", extra=["-m", "not hidden", "--record-reference", str(path)])
-    if results.score != results.max_score:
+    if results.score != results.max_score or results.bonus != results.bonus_max:
         raise RuntimeError("the reference does not pass its own visible checks; fix that before exporting")
 
 

@@ -77,7 +77,8 @@ def grading_tests() -> tuple[GradingTest, ...]:
 
 
 def lesson_tests(lesson: int) -> list[GradingTest]:
-    return [t for t in grading_tests() if registry.task(t.task).lesson == lesson]
+    """The lesson's checks a notebook can run on its own code (a capstone runs the whole course: not here)."""
+    return [t for t in grading_tests() if registry.task(t.task).lesson == lesson and not registry.task(t.task).runs_whole]
 
 
 # ------------------------------------------------------------------------------------ the lesson's code, selected
@@ -522,7 +523,8 @@ def learner_notebook(number: int) -> nbformat.NotebookNode:
     """The learner's notebook of one lesson: examples run with your `exercises/` code and with the reference."""
     lesson = registry.lesson(number)
     modules = lesson_modules(number)
-    files = ", ".join(f"`exercises/{m}.py`" for m in modules)
+    # Links relative to the notebook: JupyterLab opened at the repository root opens the file next to it.
+    files = ", ".join(f"[`exercises/{m}.py`](../{m}.py)" for m in modules)
     tasks = "\n".join(f"- {t.id} · {t.title}" for t in lesson.tasks)
     intro = "\n".join([
         f"# Lesson {lesson.number} · {lesson.title}",
@@ -532,9 +534,9 @@ def learner_notebook(number: int) -> nbformat.NotebookNode:
         tasks,
         "",
         ("Each example below runs twice: with **your** code for this lesson (over the reference for everything "
-         "else, as the grader runs it) and with the **reference**. Save your file and run the cells again to see "
-         "your changes. Grade the lesson from a terminal with "
-         f"`pytest autograder --lesson {lesson.number}`, or here with `lesson.grade()`."),
+         "else, as the grader runs it) and with the **reference**, then says where yours first differs. Save your "
+         "file and run the cells again to see your changes. Grade the lesson from a terminal with "
+         f"`pytest autograder --lesson {lesson.number}`, or with the last cell, `lesson.grade()`."),
     ])
     examples = EXAMPLES.get(number, [])
     draws = any("draw_dot(" in code and "m.draw_dot(" not in code for _, code in examples)
@@ -546,6 +548,9 @@ def learner_notebook(number: int) -> nbformat.NotebookNode:
     for n, (text, code) in enumerate(examples, start=1):
         cells.append(_cell("markdown", text, f"example-{n}-text"))
         cells.append(_cell("code", code, f"example-{n}"))
+    cells.append(_cell("markdown", (f"Your scorecard for lesson {lesson.number}: the grader's checks on your saved "
+                                    f"files, as `pytest autograder --lesson {lesson.number}` gives it."), "grade-text"))
+    cells.append(_cell("code", "lesson.grade()", "grade"))
     return nbformat.v4.new_notebook(cells=cells, metadata=dict(KERNEL))
 
 

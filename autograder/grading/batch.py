@@ -46,25 +46,30 @@ class Outcome:
     note: str = ""
 
     def row(self, max_score: int) -> dict[str, object]:
-        lessons = [lesson for lesson in registry.LESSONS if lesson.tasks]
-        per_lesson = {f"lesson {lesson.number}": 0 for lesson in lessons}
-        total = 0
+        per_lesson = {f"lesson {lesson.number}": 0 for lesson in _graded_lessons()}
+        total = bonus = 0
         if self.results:
+            total, bonus = self.results.score, self.results.bonus
             for test in self.results.tests:
-                per_lesson[f"lesson {registry.task(test.task).lesson}"] += test.earned
-                total += test.earned
+                if not registry.task(test.task).bonus:
+                    per_lesson[f"lesson {registry.task(test.task).lesson}"] += test.earned
         note = self.note
         if self.results:
             statuses = [t.status for t in self.results.tasks]
             counts = ", ".join(f"{statuses.count(s)} {s}" for s in STATUSES if statuses.count(s)) + " (tasks)"
             note = f"{note}; {counts}" if note else counts
         return {"submission": self.name, "status": self.status, "total": total, "max": max_score,
-                **per_lesson, "seconds": round(self.seconds, 1), "note": note}
+                **per_lesson, "bonus": bonus, "seconds": round(self.seconds, 1), "note": note}
+
+
+def _graded_lessons() -> list[registry.Lesson]:
+    """The lessons that count towards `total`; bonus points have a column of their own."""
+    return [lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus]
 
 
 def columns() -> list[str]:
-    lessons = [f"lesson {lesson.number}" for lesson in registry.LESSONS if lesson.tasks]
-    return ["submission", "status", "total", "max", *lessons, "seconds", "note"]
+    lessons = [f"lesson {lesson.number}" for lesson in _graded_lessons()]
+    return ["submission", "status", "total", "max", *lessons, "bonus", "seconds", "note"]
 
 
 def private_copy(folder: Path, into: Path) -> tuple[Path, list[str]]:

@@ -41,16 +41,18 @@ from autograder.course.regions import (
     owners_of,
     tasks_of_scope,
 )
-from autograder.grading import sandbox, scorecard, workers
+from autograder.grading import drawing, sandbox, scorecard, workers
 from autograder.grading.limits import CHECK_TIMEOUT, KILL_GRACE, MEMORY_LIMIT_MB
 from autograder.grading.results import Results, TestResult
 from autograder.grading.worker import to_plain
-from autograder.kit.checks import CheckFailed
+from autograder.kit.checks import CheckFailed, GraphsDiffer
 from autograder.kit.scenario import SCENARIO_FLAG
 
 MAX_SOURCE = 1_000_000  # bytes of one learner file
 GRADER = pytest.StashKey["Grader"]()
-RECORDED = Path(__file__).resolve().parents[1] / "lessons" / "reference_answers.json"
+ZYGOTES = pytest.StashKey[workers.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
+LESSONS = Path(__file__).resolve().parents[1] / "lessons"
+RECORDED = LESSONS / "reference_answers.json"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,6 +77,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="fork workers from a warm process (default where possible), or spawn fresh ones")
     group.addoption("--hide", action="append", default=[], metavar="PATH",
                     help="a folder the learner's code must not see (repeatable; the grader's own are always hidden)")
+    group.addoption("--draw", metavar="DIR",
+                    help="when a check finds a wrong grad, draw your graph (wrong grads in red) next to the "
+                         "reference's as DIR/<test name>.svg")
     group.addoption("--record-reference", metavar="PATH", help=argparse_suppress())
 
 
@@ -111,6 +116,8 @@ class Grader:
         self.results = Results(self.graded_name(), self.impl_option, self.level, complete=False)
         self.by_nodeid: dict[str, TestResult] = {}
         self.workers: workers.Workers | None = None
+        self.zygotes: workers.Zygotes | None = None  # what the workers fork from: this run's, or a caller's pool
+        self.own_zygotes = False
         self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
         self.file_failures: dict[str, dict] = {}  # learner file -> why it does not load
         self.timed_out: dict[str, str] = {}  # task -> the check that timed out (its later checks are skipped)
@@ -144,16 +151,15 @@ class Grader:
         module = module_of(task_id)
         owners = owners_of(task_id)
         others = {r.owner for r in all_regions() if r.module == module and task_id not in r.tasks} - owners
-        edition = not has_sources()
-        modules = sorted({r.module for r in all_regions()} | {"engine"}) if edition else [module]
+        whole = not has_sources() or bool(registry.task(task_id).runs_whole)  # no reference underneath
         return {
             "op": "setup",
             "task": task_id,
             "module": module,
             "owners": sorted(owners),
             "other_owners": sorted(others),
-            "learner": self.learner_sources(modules),
-            "reference": None if edition else reference_without(task_id),
+            "learner": self.learner_sources(learner_files(task_id)),
+            "reference": None if whole else reference_without(task_id),
         }
 
     def start_workers(self) -> None:
@@ -161,8 +167,11 @@ class Grader:
         for option in ("results_json", "results_file"):
             if self.config.getoption(option):
                 hidden.append(str(Path(self.config.getoption(option)).resolve().parent))
+        if self.config.getoption("draw"):  # made now, so that it can be hidden from the learner's code like the rest
+            Path(self.config.getoption("draw")).mkdir(parents=True, exist_ok=True)
+            hidden.append(self.config.getoption("draw"))
         self.workers = workers.Workers(self.level, self.memory_mb, sandbox.hidden_paths(hidden),
-                                       self.config.getoption("workers"))
+                                       self.config.getoption("workers"), self.zygotes)
         for task_id in self.results.selected:
             self.prepare(task_id)
 
@@ -170,10 +179,21 @@ class Grader:
         preload = ("torch",) if module_of(task_id) == "torch_bridge" else ()  # the learner's code there uses torch
         self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + KILL_GRACE, preload)
 
+    def start_zygote(self) -> None:
+        """Start the zygote before collection, so that its start-up overlaps with collecting the tests."""
+        self.zygotes = self.config.stash.get(ZYGOTES, None)
+        if self.zygotes is None:
+            self.zygotes, self.own_zygotes = workers.Zygotes(), True
+        if not self.config.option.collectonly and self.config.getoption("workers") == "fork" and hasattr(os, "fork"):
+            self.zygotes.get(())
+
     def stop_workers(self) -> None:
         if self.workers:
             self.workers.close()
             self.workers = None
+        if self.own_zygotes:
+            self.zygotes.close()
+            self.own_zygotes = False
 
     # --- one call into the learner's code ---------------------------------------------------------------------------
 
@@ -181,11 +201,10 @@ class Grader:
         if task_id in self.timed_out:
             raise LearnerError({"type": "skipped", "message": self.timed_out[task_id]})
         module = module_of(task_id)
-        failure = self.file_failures.get(module)
-        if failure is None and not has_sources():
-            failure = next(iter(self.file_failures.values()), None)
+        failure = next((self.file_failures[f] for f in learner_files(task_id) if f in self.file_failures), None)
         if failure:
             raise LearnerError(failure)
+        self.check_prerequisites(task_id)
         worker = self.workers.get(task_id)
         if worker.dead:  # the previous check crashed it: a fresh worker for the task's other checks
             self.prepare(task_id)
@@ -206,6 +225,20 @@ class Grader:
                 self.timed_out[task_id] = "skipped: an earlier check of this task timed out"
             raise LearnerError(reply["error"], reply.get("output", ""))
         return reply["ok"]
+
+    def check_prerequisites(self, task_id: str) -> None:
+        """A capstone runs once every task whose code it runs has passed in this same run."""
+        needed = registry.prerequisites(task_id) if registry.task(task_id).runs_whole else []
+        if not needed:
+            return
+        # a task this run does not grade (`--lesson 12`) is taken as done: the capstone then finds its bugs itself
+        status = {t.task.id: t.status for t in self.results.tasks}
+        missing = [t for t in needed if t in status and status[t] != "passed"]
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise LearnerError({"type": "waits", "task": missing[0],
+                                "message": f"waits for task {missing[0]} ({registry.task(missing[0]).title}){more}: "
+                                           "this check runs your whole engine once they all pass"})
 
     def _call(self, worker: workers.Worker, request: dict, limit: float, task_id: str, load: bool = False) -> dict:
         try:
@@ -255,6 +288,13 @@ def display(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def learner_files(task_id: str) -> list[str]:
+    """The learner's files a task's worker loads: its own file, a capstone's files, or (student edition) all."""
+    if not has_sources():
+        return sorted({r.module for r in all_regions()} | {"engine"})
+    return list(registry.task(task_id).runs_whole) or [module_of(task_id)]
 
 
 @cache
@@ -353,6 +393,18 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.verbose = -1  # no pytest header: the scorecard is the report
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With --lesson or --task, the other lessons' test files are not even collected: one lesson grades sooner.
+
+    Lesson N's grading tests live in `lessons/test_NN_*.py` (tests/test_watch.py checks it).
+    """
+    wanted = set(config.getoption("lesson")) | {registry.task(t).lesson for t in config.getoption("task")}
+    number = collection_path.name.removeprefix("test_").partition("_")[0]
+    if wanted and number.isdigit() and int(number) not in wanted and collection_path.parent.resolve() == LESSONS:
+        return True
+    return None
+
+
 def task_marker(item: pytest.Item) -> tuple[str, int, str]:
     """The task id, points and hint of a test; a missing or malformed marker is an error."""
     marks = list(item.iter_markers("task"))
@@ -427,6 +479,8 @@ def _learner_status(info: dict, output: str, task_id: str) -> tuple[str, str]:
     printed = f"\nprinted:  {output.strip()[:500]}" if output.strip() else ""
     if kind == "skipped":
         return "timed out", message
+    if kind == "waits":
+        return "not started", message
     if kind == "timed out":
         return "timed out", f"stopped after the time limit: is there an endless loop?{at}"
     if kind == "NotImplementedError":
@@ -478,6 +532,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         if call.when == "call" and not result.settled:
             result.status, result.message, result.settled = "passed", "", True
     elif not result.settled:
+        if isinstance(call.excinfo.value, GraphsDiffer):
+            drawing.draw_or_offer(call.excinfo.value, item.config.getoption("draw"), item.name,
+                                  scorecard.grade_command(result.task, grader.impl_option))
         result.status, result.message = classify(call.excinfo.value, result.task)
         result.settled = True
         if result.status == "not started" and result.message.startswith("waits for task "):
@@ -503,6 +560,10 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     return result.status.replace(" ", "_"), letter, result.status.upper()
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[GRADER].start_zygote()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Every worker is killed, and gone, before anything is written."""
@@ -513,6 +574,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         Path(session.config.getoption("record_reference")).write_text(
             json.dumps(grader.recording, indent=1, sort_keys=True) + "\n")
     _save_progress(grader)
+    graded = [t for t in grader.results.tests if not registry.task(t.task).bonus]
+    if graded and all(t.status == "passed" for t in graded):
+        session.exitstatus = pytest.ExitCode.OK  # a bonus task is never needed: it does not fail the run
     path = session.config.getoption("results_json")
     if path:
         scorecard.write_json(Path(path), scorecard.gradescope_results(grader.results))

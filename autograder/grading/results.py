@@ -89,11 +89,22 @@ class Results:
 
     @property
     def score(self) -> int:
-        return sum(t.earned for t in self.tests)
+        """Points earned on the graded tasks; bonus points are counted apart (`bonus`)."""
+        return sum(t.earned for t in self.tests if not registry.task(t.task).bonus)
 
     @property
     def max_score(self) -> int:
-        return sum(t.points for t in self.tests)
+        """Full marks: the points of every graded task, bonus tasks not included."""
+        return sum(t.points for t in self.tests if not registry.task(t.task).bonus)
+
+    @property
+    def bonus(self) -> int:
+        """Points earned on bonus tasks, on top of `score`."""
+        return sum(t.earned for t in self.tests if registry.task(t.task).bonus)
+
+    @property
+    def bonus_max(self) -> int:
+        return sum(t.points for t in self.tests if registry.task(t.task).bonus)
 
     def to_json(self) -> dict:
         return asdict(self)

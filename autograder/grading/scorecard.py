@@ -22,27 +22,40 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
     """The text printed at the end of a grading run."""
     width = 72
     out = [f" Scorecard: {graded} ".center(width, "=")]
+    if any(t.task.runs_whole and t.status == "passed" for t in tasks):
+        out.append("★ Your engine, whole, reproduces 24.7041 / 138.8338 / 645.5773, matches PyTorch and trains.")
     for lesson in registry.LESSONS:
         mine = [t for t in tasks if t.task.lesson == lesson.number]
         if not mine:
             continue
         earned, points = sum(t.earned for t in mine), sum(t.points for t in mine)
-        out.append(f"Lesson {lesson.number:>2} · {lesson.title:<52}{earned:>4}/{points:<3}")
+        title = f"{lesson.title} (bonus)" if lesson.bonus else lesson.title
+        out.append(f"Lesson {lesson.number:>2} · {title:<52}{earned:>4}/{points:<3}")
         for t in mine:
             out.append(f"  {SYMBOL[t.status]} {t.task.id:<5}{t.task.title:<40}{t.status:>12}{t.earned:>5}/{t.points:<3}")
             if t.waits_for:
                 out.append(f"         waits for task {t.waits_for} ({registry.task(t.waits_for).title})")
-    total, max_total = sum(t.earned for t in tasks), sum(t.points for t in tasks)
+    graded_tasks = [t for t in tasks if not t.task.bonus]
+    bonus_tasks = [t for t in tasks if t.task.bonus]  # scored apart: never part of Total or of full marks
     out.append("-" * width)
-    out.append(f"{'Total':<62}{total:>4}/{max_total:<3}")
+    if graded_tasks or not bonus_tasks:
+        out.append(f"{'Total':<62}{sum(t.earned for t in graded_tasks):>4}/{sum(t.points for t in graded_tasks):<3}")
+    if bonus_tasks:
+        out.append(f"{'Bonus':<62}{sum(t.earned for t in bonus_tasks):>4}/{sum(t.points for t in bonus_tasks):<3}")
     if isolation:
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
     out.append("")
-    todo = next((t for t in tasks if t.status != "passed"), None)
+    # a bonus task comes next only once every graded task passes
+    todo = next((t for t in graded_tasks if t.status != "passed"), None) or \
+        next((t for t in bonus_tasks if t.status != "passed"), None)
+    if todo is not None and todo.task.bonus and graded_tasks:
+        out.append("Every graded task passes. Well done! The bonus tasks are there to go further.")
+    elif todo is None:
+        out.append("Every bonus task passes. Well done!" if bonus_tasks and not graded_tasks else
+                   "Every graded task passes. Well done!")
     if todo is None:
-        out.append("Every graded task passes. Well done!")
-        after = [lesson for lesson in registry.LESSONS
-                 if lesson.tasks and lesson.number > max(t.task.lesson for t in tasks)] if tasks else []
+        after = [lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus
+                 and lesson.number > max(t.task.lesson for t in tasks)] if tasks else []
         if after:
             out.append(f"Next: lesson {after[0].number} · {after[0].title}")
             out.append(f"      read {after[0].page}, then run: pytest autograder --lesson {after[0].number}{impl_option}")
@@ -50,7 +63,8 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
         target, why = todo.task, todo.status
         if todo.waits_for:  # the task it is blocked by comes first
             target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
-        out.append(f"Next: task {target.id} · {target.title} ({why})")
+        kind = "bonus task" if target.bonus else "task"
+        out.append(f"Next: {kind} {target.id} · {target.title} ({why})")
         out.append(f"      read {page_link(target.id)}, then run: {grade_command(target.id, impl_option)}")
         out.append(f"      stuck? python -m autograder hint {target.id}")
     failures = [r for t in tasks for r in t.tests
@@ -75,12 +89,18 @@ def text(results: Results, hide_hidden: bool = False) -> str:
 
 
 def gradescope_results(results: Results) -> dict:
-    """Gradescope's results.json: one entry per task, numbered by task id; hidden checks show name and status only."""
+    """Gradescope's results.json: one entry per task, numbered by task id; hidden checks show name and status only.
+
+    Bonus tasks are extra credit: each is a test worth `max_score: 0` whose
+    `score` is the bonus points earned, and the top-level `score` (which
+    Gradescope takes over the sum of the tests) adds them to the graded points,
+    so it can go above `max_score`, the full marks without bonus.
+    """
     tasks, isolation = results.tasks, results.isolation
     card = text(results, hide_hidden=True)
     tests = []
     for t in tasks:
-        lines = [f"{t.status}: {t.earned}/{t.points} points"]
+        lines = [f"{t.status}: {t.earned}/{t.points} points" + (" (bonus, extra credit)" if t.task.bonus else "")]
         for r in t.tests:
             lines.append(f"{SYMBOL[r.status]} {r.description} ({r.status})")
             if r.status != "passed" and not r.hidden:
@@ -88,20 +108,22 @@ def gradescope_results(results: Results) -> dict:
                 if r.status != "not started":
                     lines.append(f"    hint: {r.hint} ({page_link(r.task)})")
         tests.append({
-            "name": f"{t.task.id} {t.task.title}",
+            "name": f"{t.task.id} {t.task.title}" + (" (bonus)" if t.task.bonus else ""),
             "number": t.task.id,
             "score": t.earned,
-            "max_score": t.points,
+            "max_score": 0 if t.task.bonus else t.points,
             "status": "passed" if t.status == "passed" else "failed",
             "output": "\n".join(lines),
+            **({"tags": ["bonus"]} if t.task.bonus else {}),
         })
     return {
-        "score": sum(t.earned for t in tasks),
-        "max_score": sum(t.points for t in tasks),
+        "score": results.score + results.bonus,
+        "max_score": results.max_score,
         "output": card,
         "stdout_visibility": "hidden",
         "tests": tests,
         "extra_data": {"status": {t.task.id: t.status for t in tasks}, "isolation": isolation,
+                       "bonus": results.bonus, "bonus_max": results.bonus_max,
                        "results": [{**asdict(r), "message": "" if r.hidden else r.message}
                                    for t in tasks for r in t.tests]},
     }
@@ -112,3 +134,57 @@ def write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     tmp.replace(path)
+
+
+def progress(results: Results, bar_width: int = 40, max_failures: int = 8, max_lines: int = 4,
+             lesson_command: str = "pytest autograder --lesson {number}{impl}") -> str:
+    """Watch mode's short report: tasks and lessons done with a bar, the next task, and what failed."""
+    tasks = results.tasks
+    graded, bonus = [t for t in tasks if not t.task.bonus], [t for t in tasks if t.task.bonus]
+    done = sum(t.status == "passed" for t in graded)
+    lessons = sorted({t.task.lesson for t in graded})
+    lessons_done = sum(all(t.status == "passed" for t in graded if t.task.lesson == n) for n in lessons)
+    filled = round(bar_width * done / len(graded)) if graded else 0
+    line = (f"Progress [{'#' * filled}{'-' * (bar_width - filled)}] {done}/{len(graded)} tasks · "
+            f"{lessons_done}/{len(lessons)} lessons · {results.score}/{results.max_score} points")
+    if bonus:
+        line += f" · bonus {sum(t.status == 'passed' for t in bonus)}/{len(bonus)}"
+    out = [line]
+    todo = next((t for t in graded if t.status != "passed"), None) or next(
+        (t for t in bonus if t.status != "passed"), None)
+    if todo is None:
+        out.append("Every task here passes. Well done!")
+        after = [lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus
+                 and lesson.number > max(t.task.lesson for t in tasks)] if tasks else []
+        if after:
+            command = lesson_command.format(number=after[0].number, impl=results.impl_option)
+            out.append(f"Next: lesson {after[0].number} · {after[0].title}")
+            out.append(f"      read {after[0].page}, then run: {command}")
+    else:
+        target, why = todo.task, todo.status
+        if todo.waits_for:  # the task it is blocked by comes first
+            target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
+        out.append(f"Next: {'bonus task' if target.bonus else 'task'} {target.id} · {target.title} ({why})")
+        out.append(f"      read {page_link(target.id)}")
+        out.append(f"      stuck? python -m autograder hint {target.id}   "
+                   f"alone: {grade_command(target.id, results.impl_option)}")
+    failures = [r for t in tasks for r in t.tests if r.status not in ("passed", "not started")]
+    if failures:
+        out.append(f"What failed ({len(failures)}):")
+        same: dict[str, list] = {}  # one entry per message: a file that does not load fails every check alike
+        for r in failures:
+            same.setdefault(r.message, []).append(r)
+        for message, group in list(same.items())[:max_failures]:
+            r = group[0]
+            if len(group) == 1:
+                out.append(f"  {SYMBOL[r.status]} {r.task} · {r.description} ({r.status})")
+            else:
+                ids = ", ".join(sorted({g.task for g in group}, key=registry.sort_key))
+                out.append(f"  {SYMBOL[r.status]} {len(group)} checks of task {ids} ({r.status})")
+            lines = message.splitlines()
+            out.extend("      " + text for text in lines[:max_lines])
+            if len(lines) > max_lines:
+                out.append("      …")
+        if len(same) > max_failures:
+            out.append(f"  … and {sum(len(g) for g in list(same.values())[max_failures:])} more")
+    return "\n".join(line.rstrip() for line in out)

@@ -14,15 +14,19 @@ code for lesson n over the reference for everything else, as the grader runs it,
 next to the reference itself. `Checks` is what the check cells of the nbgrader
 notebooks call: one run of `pytest autograder` per version of the code, then one
 test's result per cell.
+
+`show_graph_diff(DIR)` shows inline the pictures `pytest autograder --draw DIR` drew.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import io
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -80,6 +84,22 @@ def _graph_bundle(graph) -> dict[str, str]:
     except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn must not hide the object
         return {"text/plain": f"{text} (not drawn: {type(exc).__name__}: {exc})"}
     return {"image/svg+xml": svg[svg.find("<svg"):], "text/plain": text}
+
+
+def show_graph_diff(path: str | Path) -> None:
+    """Show inline what `pytest autograder --draw DIR` drew: your graph, wrong grads in red, next to the reference's.
+
+    `path` is one `DIR/<test name>.svg` (the failure's `drawing:` line says which) or DIR itself, for all of them.
+    """
+    from IPython.display import SVG, Markdown, display
+
+    path = Path(path)
+    pictures = sorted(path.glob("*.svg")) if path.is_dir() else [path]
+    if not pictures:
+        display(Markdown(f"*no drawing in `{path}`: a check draws one only when it finds a wrong grad*"))
+    for picture in pictures:
+        display(Markdown(f"**{picture.stem}**"))
+        display(SVG(filename=str(picture)))
 
 
 def _figure_bundle(figure) -> dict[str, str]:
@@ -208,6 +228,126 @@ def _message(exc: BaseException, root: Path, task_ids: list[str]) -> str:
     return f"*raised* `{text[:300]}`" + (f" at `{where}`" if where else "")
 
 
+class _Tee(io.TextIOBase):
+    """A stream that writes to several: the cell's output, and a buffer to compare what yours printed."""
+
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+_NODE = re.compile(r'^\t(?P<id>\S+) \[label="(?P<label>(?:[^"\\]|\\.)*)"')
+_EDGE = re.compile(r"^\t(?P<tail>\S+) -> (?P<head>\S+)")
+
+
+def _graph_parts(source: str) -> dict[str, Any]:
+    """A drawn graph as what it shows: each node's label, by the Value's name (or the op), and the edges.
+
+    Node ids are `id()`s, which differ from run to run: nodes are matched by their labels instead.
+    """
+    labels, edges = {}, []
+    for line in source.splitlines():
+        if node := _NODE.match(line):
+            labels[node["id"]] = node["label"]
+        elif edge := _EDGE.match(line):
+            edges.append((edge["tail"], edge["head"]))
+    names = {key: label.strip("{} ").split("|")[0].strip() for key, label in labels.items()}
+    parts: dict[str, Any] = {}
+    for key, label in sorted(labels.items(), key=lambda item: item[1]):
+        parts.setdefault(f"node {names[key] or '(no label)'}", []).append(" ".join(label.split()))
+    parts = {key: found[0] if len(found) == 1 else found for key, found in parts.items()}
+    parts["edges"] = sorted(f"{names.get(t, t)} → {names.get(h, h)}" for t, h in edges)
+    return parts
+
+
+def _figure_parts(figure) -> dict[str, Any]:
+    """A matplotlib Figure as what it shows: each plot's title, its lines' points and its scattered points' colours."""
+    parts: dict[str, Any] = {}
+    for a, axes in enumerate(figure.axes, start=1):
+        parts[f"plot {a} title"] = axes.get_title()
+        for n, line in enumerate(axes.get_lines(), start=1):
+            parts[f"plot {a} line {n} ({line.get_label()})"] = [float(y) for y in line.get_ydata()]
+        for n, points in enumerate(axes.collections, start=1):
+            colours = points.get_array()
+            parts[f"plot {a} points {n} colours"] = None if colours is None else [float(c) for c in colours]
+    return parts
+
+
+def plain(result: Any) -> Any:
+    """What an example's result shows, as plain data to compare: numbers, text, lists and dicts."""
+    if result is None or isinstance(result, (bool, str)):
+        return result
+    if isinstance(result, (int, float)):
+        return float(result)
+    if isinstance(result, dict):
+        return {str(key): plain(value) for key, value in result.items()}
+    if isinstance(result, (list, tuple)):
+        return [plain(value) for value in result]
+    if isinstance(getattr(result, "source", None), str) and hasattr(result, "pipe"):  # a graphviz graph
+        return _graph_parts(result.source)
+    if type(result).__name__ == "Figure" and hasattr(result, "axes"):
+        return _figure_parts(result)
+    if hasattr(result, "data") and hasattr(result, "grad"):  # a Value (yours or the reference's)
+        return {"data": plain(result.data), "grad": plain(result.grad)}
+    if hasattr(result, "item") and getattr(result, "shape", None) == ():  # a scalar tensor or array
+        return float(result.item())
+    return repr(result)
+
+
+def _first_difference(yours: Any, reference: Any, where: str) -> str | None:
+    if isinstance(yours, dict) and isinstance(reference, dict):
+        for key, value in reference.items():
+            if key not in yours:
+                return f"{where} → {key}: missing from yours"
+            if found := _first_difference(yours[key], value, f"{where} → {key}"):
+                return found
+        extra = [key for key in yours if key not in reference]
+        return f"{where} → {extra[0]}: only in yours" if extra else None
+    if isinstance(yours, list) and isinstance(reference, list):
+        for n, (mine, theirs) in enumerate(zip(yours, reference, strict=False), start=1):
+            if found := _first_difference(mine, theirs, f"{where} → item {n}"):
+                return found
+        if len(yours) != len(reference):
+            return f"{where}: {len(yours)} items in yours, {len(reference)} in the reference"
+        return None
+    if isinstance(yours, float) and isinstance(reference, float):
+        if math.isclose(yours, reference, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(yours) and math.isnan(reference)):
+            return None
+    elif yours == reference:
+        return None
+    return f"{where}: yours `{_short(yours)}`, the reference `{_short(reference)}`"
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def difference(yours: tuple[str, Any], reference: tuple[str, Any]) -> str | None:
+    """Where an example's (printed text, result) with your code first differs from the reference's; None if nowhere.
+
+    Results are compared as what they show (`plain`): numbers to 1e-9 relative, a drawn graph node by node,
+    a figure plot by plot.
+    """
+    mine, theirs = yours[0].splitlines(), reference[0].splitlines()
+    for n, (line, expected) in enumerate(zip(mine, theirs, strict=False), start=1):
+        if line != expected:
+            return f"printed line {n}: yours `{_short(line)}`, the reference `{_short(expected)}`"
+    if len(mine) != len(theirs):
+        return f"printed: {len(mine)} lines from yours, {len(theirs)} from the reference"
+    kind = type(reference[1]).__name__
+    what = {"Digraph": "the drawing", "Graph": "the drawing", "Figure": "the figure"}.get(kind, "the result")
+    return _first_difference(plain(yours[1]), plain(reference[1]), what)
+
+
 class Lesson:
     """Your code for one lesson, over the reference for the rest (as the grader runs it), and the reference itself.
 
@@ -253,19 +393,30 @@ class Lesson:
         return types.SimpleNamespace(**names)
 
     def compare(self, example: Callable[[types.SimpleNamespace], Any]) -> Callable:
-        """Run `example(objects)` with yours, then with the reference; show what each prints and returns."""
+        """Run `example(objects)` with yours, then with the reference; show what each prints and returns.
+
+        Then say whether yours matches the reference and, when it does not, where it first differs.
+        """
         from IPython.display import Markdown, display
 
         versions = [("Yours", self.root)] + ([("Reference", SOLUTIONS)] if self.root != SOLUTIONS else [])
+        shown: dict[str, tuple[str, Any]] = {}
         for title, root in versions:
             display(Markdown(f"**{title}** ({self._display_root(root)})"))
+            printed = io.StringIO()
             try:
-                result = example(self.objects(root))
+                with contextlib.redirect_stdout(_Tee(sys.stdout, printed)):
+                    result = example(self.objects(root))
             except Exception as exc:  # noqa: BLE001 - show it, and let the next cells run
                 display(Markdown(_message(exc, root, self.task_ids)))
             else:
                 if result is not None:
                     display(result)
+                shown[title] = (printed.getvalue(), result)
+        if len(shown) == 2:  # when yours raised, the message above already says why
+            where = difference(shown["Yours"], shown["Reference"])
+            display(Markdown("✓ *Yours matches the reference.*" if where is None
+                             else f"✗ **Where yours differs:** {where}"))
         return example
 
     def grade(self) -> None:
@@ -274,6 +425,35 @@ class Lesson:
 
         with tempfile.TemporaryDirectory() as tmp:
             print(text(run_grader(self.root, self.lesson.number, Path(tmp) / "results.json")))
+
+
+# ------------------------------------------------------------------------------ nbgrader's extensions in the Lab
+
+# nbgrader enables these when it is installed (its `jupyter_server_config.d/nbgrader.json` and lab extension): they
+# are the instructors' menus, and without an nbgrader course around them they only show errors to a learner.
+NBGRADER_SERVER_EXTENSIONS = tuple(f"nbgrader.server_extensions.{name}"
+                                   for name in ("formgrader", "assignment_list", "course_list", "validate_assignment"))
+NBGRADER_LAB_EXTENSION = "@jupyter/nbgrader"
+
+
+def set_nbgrader_extensions(enabled: bool, user: bool = False) -> list[Path]:
+    """Turn nbgrader's server and Lab extensions on or off; return the config files written.
+
+    It writes what `jupyter server extension enable|disable` and `jupyter labextension enable|disable` write
+    (those commands refuse nbgrader's server extensions at a level where nbgrader did not enable them): by default in
+    the environment's Jupyter config (`{sys.prefix}/etc/jupyter`, where nbgrader enabled them), with `user` in
+    the user's (`~/.jupyter`, which comes first unless JUPYTER_PREFER_ENV_PATH is set).
+    """
+    from jupyter_core.paths import ENV_CONFIG_PATH, jupyter_config_dir
+    from jupyter_server.config_manager import BaseJSONConfigManager
+
+    config_dir = Path(jupyter_config_dir() if user else ENV_CONFIG_PATH[0])
+    server = BaseJSONConfigManager(config_dir=str(config_dir))
+    server.update("jupyter_server_config",
+                  {"ServerApp": {"jpserver_extensions": dict.fromkeys(NBGRADER_SERVER_EXTENSIONS, enabled)}})
+    lab = BaseJSONConfigManager(config_dir=str(config_dir / "labconfig"))
+    lab.update("page_config", {"disabledExtensions": {NBGRADER_LAB_EXTENSION: not enabled}})
+    return [config_dir / "jupyter_server_config.json", config_dir / "labconfig" / "page_config.json"]
 
 
 # -------------------------------------------------------------------------------------- the nbgrader check cells

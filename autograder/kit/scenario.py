@@ -17,6 +17,7 @@ Its first argument is `impl`: the graded code as the task sees it
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -62,13 +63,58 @@ def type_name(x: Any) -> str:
     return type(x).__name__
 
 
-def graph_report(root, leaves: dict[str, Any] | None = None) -> dict:
+MAX_GRAPH_NODES = 2000  # a report is for drawing and diagnosis: a graph larger than any scenario's is not sent
+
+
+def graph_report(root, names: dict[str, Any] | None = None) -> dict:
     """The plain-data picture of a graph: every node's label, op, data and grad, and who feeds whom.
 
-    Nodes are numbered in a fixed order (depth first from the root, children by
-    label and data) so that the trusted side can walk the learner's graph and
-    the reference's side by side.
+    Nodes are numbered in an order that depends only on what the graph holds
+    (depth first from the root; siblings by label, data to 6 digits, then the
+    shape and data of what lies below them), never on object ids or set order,
+    so that the trusted side can line up the learner's graph and the
+    reference's built by the same scenario node by node. Ops are left out of
+    the order on purpose: a learner's op symbol may differ without the graph
+    being different. `names` ({name: Value}) are reported as {name: index}.
+
+    A report never changes a verdict: anything that goes wrong while it is made
+    (an odd `_prev`, a graph too large) gives `{"unavailable": why}`.
     """
+    try:
+        return _graph_report(root, names or {})
+    except Exception as exc:  # noqa: BLE001 - a diagnosis must not turn a check into an error
+        return {"unavailable": f"{type(exc).__name__}: {str(exc)[:200]}"}
+
+
+def _children(v) -> list:
+    return list(getattr(v, "_prev", None) or ())
+
+
+def _rounded(x: Any) -> str:
+    if isinstance(x, float):
+        return format(x, ".6g")
+    return repr(x)[:60]
+
+
+def _graph_report(root, names: dict[str, Any]) -> dict:
+    # every node, children before parents (iterative: graphs may be deep)
+    post, seen, stack = [], set(), [(root, False)]
+    while stack:
+        v, children_done = stack.pop()
+        if children_done:
+            post.append(v)
+        elif id(v) not in seen:
+            seen.add(id(v))
+            if len(seen) > MAX_GRAPH_NODES:
+                raise ValueError(f"more than {MAX_GRAPH_NODES} nodes")
+            stack.append((v, True))
+            stack.extend((c, False) for c in _children(v))
+    key = {}  # id -> sort key of the node among its siblings
+    for v in post:
+        own = f"{getattr(v, 'label', '')}\0{_rounded(data_of(v))}"
+        below = ",".join(sorted(key[id(c)][2] for c in _children(v)))
+        shape = hashlib.sha1(f"{own}\0{below}".encode()).hexdigest()
+        key[id(v)] = (str(getattr(v, "label", "")), _rounded(data_of(v)), shape)
     order, index, stack = [], {}, [root]
     while stack:
         v = stack.pop()
@@ -76,22 +122,22 @@ def graph_report(root, leaves: dict[str, Any] | None = None) -> dict:
             continue
         index[id(v)] = len(order)
         order.append(v)
-        kids = sorted(getattr(v, "_prev", ()), key=lambda c: (str(getattr(c, "label", "")), repr(data_of(c))))
-        stack.extend(reversed(kids))
+        stack.extend(sorted(_children(v), key=lambda c: key[id(c)], reverse=True))
     nodes = []
     for v in order:
+        kids = sorted({index[id(c)] for c in _children(v)})
         nodes.append(
             {
                 "label": str(getattr(v, "label", "")),
                 "op": str(getattr(v, "_op", "")),
                 "data": data_of(v),
                 "grad": grad_of(v),
-                "children": [index[id(c)] for c in getattr(v, "_prev", ()) if id(c) in index],
+                "children": kids,
             }
         )
     report = {"nodes": nodes}
-    if leaves:
-        report["leaves"] = {name: index.get(id(v)) for name, v in leaves.items()}
+    if names:
+        report["names"] = {name: index.get(id(v)) for name, v in names.items()}
     return report
 
 
@@ -107,3 +153,36 @@ def outcome(call: Callable[[], Any]) -> dict:
         raise
     except Exception as exc:  # noqa: BLE001 - which exception the learner raised is the answer
         return {"raised": type(exc).__name__, "message": str(exc)[:500]}
+
+
+# --- the course's two classic expressions (micrograd's own tests), shared by lessons 8 and 12 ---------------
+
+
+def headline_expression(a, b, relu, names=None):
+    """The lesson's headline expression, for Values (in the worker) or float64 tensors (on the trusted side).
+
+    `names`, a dict, receives the intermediate results c, d, e, f (for `graph_report`).
+    """
+    c = a + b
+    d = a * b + b**3
+    c = c + (c + 1)
+    c = c + (1 + c + (-a))
+    d = d + (d * 2 + relu(b + a))
+    d = d + (3 * d + relu(b - a))
+    e = c - d
+    f = e**2
+    g = f / 2.0
+    g = g + 10.0 / f
+    if names is not None:
+        names.update(c=c, d=d, e=e, f=f)
+    return g
+
+
+def sanity_expression(x, relu, names=None):
+    """The PyTorch sanity expression, for Values or float64 tensors; `names` receives z, q and h."""
+    z = 2 * x + 2 + x
+    q = relu(z) + z * x
+    h = relu(z * z)
+    if names is not None:
+        names.update(z=z, q=q, h=h)
+    return h + q + q * x

@@ -192,7 +192,7 @@ def _check_error_order(learner, name, seed, steps, lo, hi, order):
 # ----------------------------------------------------------------------------------------------------- task 1.1
 
 
-@pytest.mark.task("1.1", points=1, hint="Return (fn(x + h) - fn(x)) / h, with the h you were given.")
+@pytest.mark.task("1.1", points=1, hint="Use the h you were given, both for the step and for the run.")
 def test_forward_difference_page_number(learner):
     """forward_difference(f, 3.0, h=1e-8) gives the page's 14.00000009…"""
     (got,) = learner.run(estimates, "forward_difference", PARABOLA, [[3.0, {"h": 1e-8}]])
@@ -231,7 +231,7 @@ def test_forward_difference_is_a_forward_step(learner):
     )
 
 
-@pytest.mark.task("1.1", points=1, hint="Check h first: `if not h > 0: raise ValueError(...)`.")
+@pytest.mark.task("1.1", points=1, hint="Check h before anything else: a step that is not positive is a ValueError.")
 def test_forward_difference_bad_step(learner):
     """a zero or negative h raises ValueError"""
     steps = [0.0, 0, -1e-6, -0.5]
@@ -240,7 +240,9 @@ def test_forward_difference_bad_step(learner):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("1.1", points=2, hint="A forward difference's error shrinks like h: (fn(x + h) - fn(x)) / h.")
+@pytest.mark.task(
+    "1.1", points=2, hint="A forward difference's error shrinks like h: step forward from x only, and divide by h."
+)
 def test_forward_difference_error_order(learner):
     """on seeded smooth functions the error shrinks like h (h / 10 gives error / 10)"""
     _check_error_order(learner, "forward_difference", 1101, (1e-3, 1e-4), 7, 13, order=1)
@@ -249,7 +251,7 @@ def test_forward_difference_error_order(learner):
 # ----------------------------------------------------------------------------------------------------- task 1.2
 
 
-@pytest.mark.task("1.2", points=1, hint="Return (fn(x + h) - fn(x - h)) / (2 * h).")
+@pytest.mark.task("1.2", points=1, hint="Step h to each side of x; the run between those two points is 2h.")
 def test_central_difference_slopes(learner):
     """with the default h: slope 14 at x = 3, 0 at x = 2/3, -22 at x = -3"""
     slopes = ((3.0, 14.0), (2 / 3, 0.0), (-3.0, -22.0))
@@ -282,7 +284,7 @@ def test_central_difference_exact_on_a_parabola(learner):
         )
 
 
-@pytest.mark.task("1.2", points=1, hint="Check h first: `if not h > 0: raise ValueError(...)`.")
+@pytest.mark.task("1.2", points=1, hint="Check h before anything else: a step that is not positive is a ValueError.")
 def test_central_difference_bad_step(learner):
     """a zero or negative h raises ValueError"""
     steps = [0.0, 0, -1e-5, -0.5]
@@ -291,7 +293,9 @@ def test_central_difference_bad_step(learner):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("1.2", points=2, hint="A central difference's error shrinks like h²: use fn(x + h) and fn(x - h).")
+@pytest.mark.task(
+    "1.2", points=2, hint="A central difference's error shrinks like h²: compare the points one step to each side of x."
+)
 def test_central_difference_error_order(learner):
     """on seeded smooth functions the error shrinks like h² (h / 10 gives error / 100)"""
     _check_error_order(learner, "central_difference", 1202, (1e-2, 1e-3), 80, 120, order=2)
@@ -300,7 +304,9 @@ def test_central_difference_error_order(learner):
 # ----------------------------------------------------------------------------------------------------- task 1.3
 
 
-@pytest.mark.task("1.3", points=2, hint="Nudge args[i] by h and return (fn(*nudged) - fn(*args)) / h.")
+@pytest.mark.task(
+    "1.3", points=2, hint="Nudge argument i by h in a copy of args; the slope compares fn on the copy with fn on args."
+)
 def test_partial_derivative_page_numbers(learner):
     """d = a·b + c at (2, -3, 10), h = 0.0001: ∂d/∂a ≈ -3, ∂d/∂b ≈ 2, ∂d/∂c ≈ 1"""
     got = learner.run(partials, PAGE_D, [2.0, -3.0, 10.0], [0, 1, 2], {"h": 0.0001}, fresh=True)

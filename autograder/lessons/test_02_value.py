@@ -100,7 +100,7 @@ def test_init_records_children_op_and_label(learner):
     expect_equal(leaf["op"], "", "Value(1.0)._op")
 
 
-@pytest.mark.task("2.1", points=1, hint="_backward starts as a function that does nothing: lambda: None.")
+@pytest.mark.task("2.1", points=1, hint="_backward starts as a function that takes no arguments and does nothing.")
 def test_init_backward_does_nothing(learner):
     """a leaf's _backward can be called and changes nothing"""
     got = learner.run(leaf_backward, 2.0, 1.5)
@@ -108,14 +108,16 @@ def test_init_backward_does_nothing(learner):
     expect_equal(got["grad"], 1.5, "grad after calling a leaf's _backward", "v = Value(2.0); v.grad = 1.5")
 
 
-@pytest.mark.task("2.2", points=1, hint="Return f'Value(data={self.data})'.")
+@pytest.mark.task("2.2", points=1, hint="The text is the class name and the data: Value(4.0) shows as Value(data=4.0).")
 def test_repr(learner):
     """repr(Value(4.0)) is 'Value(data=4.0)'"""
     expect_equal(learner.run(value_repr, 4.0), "Value(data=4.0)", "repr(Value(4.0))")
     expect_equal(learner.run(value_repr, -0.125), "Value(data=-0.125)", "repr(Value(-0.125))")
 
 
-@pytest.mark.task("2.3", points=2, hint="The result's data is self.data + other.data; children (self, other); op '+'.")
+@pytest.mark.task(
+    "2.3", points=2, hint="A new Value: the sum of both inputs' data, both inputs as its children, op '+'."
+)
 def test_add_forward(learner):
     """a + b makes a new Value with the sum, both children and op '+'"""
     inputs = "a = Value(2.0), b = Value(-3.0)"
@@ -127,7 +129,9 @@ def test_add_forward(learner):
     expect_equal(got["inputs_after"], [2.0, 0.0, -3.0, 0.0], "[a.data, a.grad, b.data, b.grad] after a + b (unchanged)")
 
 
-@pytest.mark.task("2.3", points=1, hint="Wrap a plain number: other = other if isinstance(other, Value) else Value(other).")
+@pytest.mark.task(
+    "2.3", points=1, hint="A plain number on the right (a + 1) must become a Value before you read its data."
+)
 def test_add_plain_number(learner):
     """a + 1 wraps the number as a Value"""
     got = learner.run(binary_op, "+", 2.5, 1, wrap_right=False)
@@ -135,7 +139,9 @@ def test_add_plain_number(learner):
     expect_equal(got["prev_size"], 2, "len((a + 1)._prev)")
 
 
-@pytest.mark.task("2.4", points=2, hint="The result's data is self.data * other.data; children (self, other); op '*'.")
+@pytest.mark.task(
+    "2.4", points=2, hint="A new Value: the product of both inputs' data, both inputs as its children, op '*'."
+)
 def test_mul_forward(learner):
     """a * b makes a new Value with the product, both children and op '*'"""
     inputs = "a = Value(2.0), b = Value(-3.0)"
@@ -176,7 +182,9 @@ def test_mul_seeded_expressions(learner):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("2.1", points=1, hint="Store exactly what you are given: no rounding, and _prev holds each child once.")
+@pytest.mark.task(
+    "2.1", points=1, hint="Store exactly what you are given: no rounding, and _prev holds each child once."
+)
 def test_init_seeded_values(learner):
     """Values built from seeded random data, children and labels"""
     rng = random.Random(20211)
@@ -192,7 +200,7 @@ def test_init_seeded_values(learner):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("2.2", points=1, hint="Use the data as it is: f'Value(data={self.data})', no rounding.")
+@pytest.mark.task("2.2", points=1, hint="Show the data as Python prints it: no rounding or formatting of your own.")
 def test_repr_seeded_values(learner):
     """repr of seeded random Values"""
     rng = random.Random(20221)

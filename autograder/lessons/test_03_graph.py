@@ -331,7 +331,9 @@ def check_draw_dot(learner, reference, spec, root, inputs, grads=None):
     )
 
 
-@pytest.mark.task("3.2", points=1, hint="Build `Digraph(graph_attr={'rankdir': 'LR'})` and return it.")
+@pytest.mark.task(
+    "3.2", points=1, hint="Return a graphviz `Digraph` laid out left to right: graph attribute `rankdir` 'LR'."
+)
 def test_draw_dot_is_a_left_to_right_digraph(learner):
     """draw_dot returns a graphviz.Digraph laid out left to right (rankdir=LR)"""
     source, _ = draw(learner, running_example(), "L", "the running example")
@@ -352,7 +354,9 @@ def test_draw_dot_running_example(learner, reference):
     check_draw_dot(learner, reference, running_example(), "L", RUNNING)
 
 
-@pytest.mark.task("3.2", points=1, hint="Format data and grad with four decimals: f'{v.grad:.4f}'.")
+@pytest.mark.task(
+    "3.2", points=1, hint="Format data and grad with four decimals (a format spec does it): 0.123456 shows as 0.1235."
+)
 def test_draw_dot_shows_grads_with_four_decimals(learner, reference):
     """record labels show data and grad with four decimals: grad 0.123456 is 'grad 0.1235'"""
     spec = running_example()

@@ -149,7 +149,9 @@ def test_numerical_gradient_running_example(learner):
 
 
 @pytest.mark.task(
-    "4.1", points=1, hint="Step forward: (out(leaf + h) - out) / h; a float has no .data: `getattr(out, 'data', out)`."
+    "4.1",
+    points=1,
+    hint="Step forward from the inputs as given; an expression may return a plain float, which has no .data.",
 )
 def test_numerical_gradient_plain_numbers(learner):
     """an expression returning a float: x² at x = 3 gives (9.006001 - 9) / 0.001 = 6.001"""
@@ -179,7 +181,11 @@ def test_numerical_gradient_unknown_leaf_and_inputs_kept(learner):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("4.1", points=2, hint="Return (output(leaf + h) - output) / h, for any leaf of any expression.")
+@pytest.mark.task(
+    "4.1",
+    points=2,
+    hint="Nudge only the named leaf by h and divide the output's change by h, for any leaf of any expression.",
+)
 def test_numerical_gradient_seeded_expressions(learner):
     """seeded expressions of three leaves, built with Values or plain floats"""
     rng = random.Random(4101)
@@ -238,7 +244,11 @@ def test_hand_gradients_page_table(learner):
 
 
 @pytest.mark.hidden
-@pytest.mark.task("4.2", points=2, hint="Compute d = a*b + c from the arguments: dL/df = d; dL/da = b*f; dL/db = a*f.")
+@pytest.mark.task(
+    "4.2",
+    points=2,
+    hint="Use the arguments, not the page's numbers: each grad is the product of the local derivatives from L down.",
+)
 def test_hand_gradients_seeded(learner):
     """seeded leaf values against the closed-form gradients"""
     rng = random.Random(4202)
@@ -260,7 +270,9 @@ def forward_L(data, inputs):
     return (data["a"] * data["b"] + data["c"]) * data["f"]
 
 
-@pytest.mark.task("4.3", points=2, hint="`leaf.data += step_size * leaf.grad` for each leaf; the default step is 0.01.")
+@pytest.mark.task(
+    "4.3", points=2, hint="Move each leaf's data by step_size times its own grad, uphill; the default step is 0.01."
+)
 def test_ascent_step_running_example(learner):
     """after backward, one step of 0.01 moves a, b, c, f and the forward pass gives L = -7.286496"""
     data = learner.run(ascent_on_running_example, PAGE, None, list("abcf"), {})

@@ -4,7 +4,9 @@ Every scenario calls a node's `_backward` closure directly, after setting the
 node's `grad` itself, and reports the children's grads: `backward()` (task 6.1)
 is never used here. The children's grads start at 0.0 and each child receives
 one contribution, so these checks do not depend on accumulation (task 7.1).
-Expected values are the syllabus's hand values or `math.tanh` on this side.
+Expected values are the syllabus's hand values or `math.tanh` on this side; when
+the neuron's grads are wrong, the message names the first wrong node against the
+reference's graph (`grads_explained`).
 """
 
 import math
@@ -12,8 +14,8 @@ import random
 
 import pytest
 
-from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.scenario import data_of, grad_of, scenario, type_name
+from autograder.kit.checks import expect, expect_close, expect_equal, grads_explained
+from autograder.kit.scenario import data_of, grad_of, graph_report, scenario, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 
@@ -59,7 +61,10 @@ def binary_cases(impl, op, cases, wrap_right=True):
 
 @scenario
 def neuron_swept(impl, x1, x2, w1, w2, b):
-    """The lesson's neuron, swept back by calling each closure in reverse topological order; every node's data, grad."""
+    """The lesson's neuron, swept back by calling each closure in reverse topological order.
+
+    Every node's data and grad by name, and the whole graph (`graph_report`).
+    """
     V = impl.Value
     x1, x2, w1, w2, b = V(x1, label="x1"), V(x2, label="x2"), V(w1, label="w1"), V(w2, label="w2"), V(b, label="b")
     x1w1 = x1 * w1
@@ -77,7 +82,9 @@ def neuron_swept(impl, x1, x2, w1, w2, b):
     for node in (o, n, s, x2w2, x1w1):
         node._backward()
     nodes = dict(x1=x1, x2=x2, w1=w1, w2=w2, b=b, x1w1=x1w1, x2w2=x2w2, s=s, n=n, o=o)
-    return {name: {"data": data_of(v), "grad": grad_of(v)} for name, v in nodes.items()}
+    report = {name: {"data": data_of(v), "grad": grad_of(v)} for name, v in nodes.items()}
+    shown = {"x1*w1": x1w1, "x2*w2": x2w2, "x1*w1 + x2*w2": s, "n": n, "o": o}
+    return {**report, "graph": graph_report(o, shown)}
 
 
 # --- judgements: run here, on the trusted side ----------------------------------------------------------------------
@@ -104,23 +111,28 @@ def expect_a_value(report: dict, what: str, inputs: str) -> None:
     expect(report["is_value"], f"type of {what}", "a Value", report["type"], inputs)
 
 
-def check_neuron(learner) -> None:
+def check_neuron(learner, reference) -> None:
     got = learner.run(neuron_swept, **NEURON_INPUTS)
     if "not_a_value" in got:
         expect(False, f"type of {got['not_a_value']}", "a Value", got["type"], NEURON)
-    expect_close(got["o"]["data"], 1 / math.sqrt(2), "o.data (= tanh(n) = 1/sqrt(2))", NEURON)
-    # every node's grad in the failure note, so a wrong one can be told from the one it came from
-    grads = ", ".join(f"{SHOWN.get(name, name)} {got[name]['grad']!r}" for name in got)
-    for name, value, what in NEURON_GRADS:
-        expect_close(
-            got[name]["grad"], value, what, f"{NEURON}; {NEURON_SWEEP}", note=f"grads after the sweep: {grads}"
-        )
+    graph = got.pop("graph")
+    want = reference.run(neuron_swept, **NEURON_INPUTS)["graph"]
+    with grads_explained(graph, want, "the neuron's grads", f"{NEURON}; {NEURON_SWEEP}"):
+        expect_close(got["o"]["data"], 1 / math.sqrt(2), "o.data (= tanh(n) = 1/sqrt(2))", NEURON)
+        # every node's grad in the failure note, so a wrong one can be told from the one it came from
+        grads = ", ".join(f"{SHOWN.get(name, name)} {got[name]['grad']!r}" for name in got)
+        for name, value, what in NEURON_GRADS:
+            expect_close(
+                got[name]["grad"], value, what, f"{NEURON}; {NEURON_SWEEP}", note=f"grads after the sweep: {grads}"
+            )
 
 
 # --- 5.1 tanh -------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.task("5.1", points=1, hint="Forward: Value(math.tanh(self.data), (self,), 'tanh').")
+@pytest.mark.task(
+    "5.1", points=1, hint="Forward: a new Value with tanh of the data, self as its one child, and op 'tanh'."
+)
 def test_tanh_forward(learner):
     """a.tanh() is a new Value with data tanh(a), the one child a and op 'tanh'"""
     xs = (0.5, -1.2, 0.0, 3.0)
@@ -133,7 +145,11 @@ def test_tanh_forward(learner):
         expect_equal(got["input"], [x, 0.0], "[a.data, a.grad] after a.tanh() (unchanged)", inputs)
 
 
-@pytest.mark.task("5.1", points=2, hint="In _backward: self.grad += (1 - t**2) * out.grad, with t the forward result.")
+@pytest.mark.task(
+    "5.1",
+    points=2,
+    hint="In _backward, add tanh's local derivative (from the forward result t) times out.grad to self's grad.",
+)
 def test_tanh_backward(learner):
     """t = a.tanh(); t._backward() gives a.grad = (1 - t**2) * t.grad"""
     cases = [[0.5, 1.0], [-1.2, 2.5], [0.0, -0.75], [2.0, 1.0]]
@@ -147,13 +163,13 @@ def test_tanh_backward(learner):
 @pytest.mark.task(
     "5.1", points=1, hint="do/dn = 1 - o**2 = 0.5 for the neuron: the tanh closure times the incoming 1.0."
 )
-def test_neuron_through_tanh(learner):
+def test_neuron_through_tanh(learner, reference):
     """the lesson's neuron: o = 0.7071, do/dn = 0.5 and the leaves' grads (your tanh)"""
-    check_neuron(learner)
+    check_neuron(learner, reference)
 
 
 @pytest.mark.hidden
-@pytest.mark.task("5.1", points=1, hint="The local derivative is 1 - tanh(x)**2, times whatever out.grad is.")
+@pytest.mark.task("5.1", points=1, hint="The local derivative is 1 - tanh(x)², times whatever out.grad is.")
 def test_tanh_seeded(learner):
     """tanh forward and local backward on seeded random inputs and incoming grads"""
     rng = random.Random(5101)
@@ -190,9 +206,9 @@ def test_add_backward_plain_number(learner):
 
 
 @pytest.mark.task("5.2", points=1, hint="Both '+' nodes of the neuron hand their 0.5 on to both of their inputs.")
-def test_neuron_through_add(learner):
+def test_neuron_through_add(learner, reference):
     """the lesson's neuron: the '+' nodes pass 0.5 to x1*w1, x2*w2 and b (your +)"""
-    check_neuron(learner)
+    check_neuron(learner, reference)
 
 
 @pytest.mark.hidden
@@ -216,7 +232,7 @@ def test_add_backward_seeded(learner):
 @pytest.mark.task(
     "5.3",
     points=2,
-    hint="a gets b.data * out.grad and b gets a.data * out.grad: each input gets the OTHER one's value.",
+    hint="Each input's grad gets the OTHER input's data times out.grad.",
 )
 def test_mul_backward(learner):
     """c = a * b; c._backward() gives a.grad = b * c.grad and b.grad = a * c.grad"""
@@ -241,9 +257,9 @@ def test_mul_backward_plain_number(learner):
 @pytest.mark.task(
     "5.3", points=1, hint="x1.grad = w1 * 0.5 = -1.5 and w1.grad = x1 * 0.5 = 1.0: the other input's value."
 )
-def test_neuron_through_mul(learner):
+def test_neuron_through_mul(learner, reference):
     """the lesson's neuron: x1 -1.5, w1 1.0, x2 0.5, w2 0.0 (your *)"""
-    check_neuron(learner)
+    check_neuron(learner, reference)
 
 
 @pytest.mark.hidden

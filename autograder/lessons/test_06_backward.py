@@ -179,12 +179,18 @@ def _check_calls(got: dict, kids: dict[str, list[str]], root: str, inputs: str, 
     for name in sorted(reach):
         if not leaves_too and not kids[name] and counts[name] == 0:
             continue
+        if counts[name] > 1:
+            why = "a node reached along two paths is still called once: list each node once, then sweep"
+        elif kids[name]:
+            why = "every node that root depends on must have its _backward called"
+        else:
+            why = "a leaf's _backward does nothing, but backward() calls it too, like every other node's"
         expect_equal(
             counts[name],
             1,
             f"number of calls of {name}._backward during {root}.backward()",
             inputs,
-            note=f"the _backward closures were called in this order: {order or '(none)'}",
+            note=f"{why}; the closures were called in this order: {order or '(none)'}",
         )
     others = sorted(set(counts) - reach)
     expect(
@@ -212,7 +218,7 @@ def _check_calls(got: dict, kids: dict[str, list[str]], root: str, inputs: str, 
 # --- 6.1 ------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.task("6.1", points=1, hint="Start with self.grad = 1.0 (dL/dL = 1), before calling any _backward.")
+@pytest.mark.task("6.1", points=1, hint="Seed the root's grad with dL/dL = 1 before any _backward runs.")
 def test_seed_is_one(learner):
     """backward() sets the root's grad to 1.0 before its _backward runs"""
     edges = {"a": [], "b": [], "o": ["a", "b"]}
@@ -448,7 +454,9 @@ def _check_order_by_index(calls: list, kids: list[list[int]], inputs: str) -> No
 
 
 @pytest.mark.task(
-    "6.2", points=3, hint="Replace the recursion by a loop over your own stack: push (node, False), then (node, True)."
+    "6.2",
+    points=3,
+    hint="Replace the recursion by a loop over your own stack: each node goes on it to expand, then to be appended.",
 )
 def test_chain_100k(learner):
     """a chain 100,000 nodes deep under the default recursion limit: finishes, each closure once, in order"""

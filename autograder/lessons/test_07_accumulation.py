@@ -6,16 +6,20 @@ instead of adding (`+=`) loses a contribution. The scenarios build small
 programs with the learner's operations and call each node's `_backward`
 directly, in a reverse topological order the judgement chooses; `backward()`
 (task 6.1) is never used. Expected grads come from hand values, the grader's
-finite differences and forward-mode derivatives on plain floats.
+finite differences and forward-mode derivatives on plain floats; when a program's
+grads are wrong, the message names the first wrong node against the reference's
+graph of the same program (`grads_explained`).
 """
 
 import math
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
-from autograder.kit.checks import CheckFailed, expect_close, finite_difference
-from autograder.kit.scenario import data_of, grad_of, scenario, type_name
+from autograder.kit.checks import CheckFailed, expect_close, finite_difference, grads_explained
+from autograder.kit.scenario import data_of, grad_of, graph_report, scenario, type_name
 
 # op: (task of its local rule, a, b, out.grad, expected (a.grad, b.grad))
 LOCAL_RULES = {
@@ -45,7 +49,8 @@ def run_program(impl, leaves, steps, order, sweeps=1):
 
     Then, `sweeps` times: the grad of `order[0]` (the root) is set to 1.0 and
     each node of `order` has its `_backward` called once, in that order. Reports
-    every node's data and grad, or the first step that did not return a Value.
+    every node's data and grad and the root's graph (`graph_report`), or the
+    first step that did not return a Value.
     """
     nodes = {name: impl.Value(x) for name, x in leaves.items()}
     for name, op, left, right in steps:
@@ -61,6 +66,7 @@ def run_program(impl, leaves, steps, order, sweeps=1):
     return {
         "data": {name: data_of(v) for name, v in nodes.items()},
         "grads": {name: grad_of(v) for name, v in nodes.items()},
+        "graph": graph_report(nodes[order[0]], nodes),
     }
 
 
@@ -94,54 +100,63 @@ def _run(learner, leaves: dict, steps: list, order: list[str], inputs: str, swee
     return got
 
 
+@contextmanager
+def _program(learner, reference, leaves: dict, steps: list, order: list[str], inputs: str) -> Iterator[dict]:
+    """`_run` for the checks in the block; a failed one names the first wrong node against the reference's graph."""
+    got = _run(learner, leaves, steps, order, inputs)
+    want = reference.run(run_program, leaves, steps, order, 1)
+    with grads_explained(got["graph"], want["graph"], "the grads of this graph", inputs):
+        yield got
+
+
 def _tanh(name: str, arg: str) -> list[str]:
     return [name, "tanh", arg, arg]
 
 
 @pytest.mark.task("7.1", points=2, hint="b = a + a: both inputs of b are a, so the + closure must ADD to a.grad twice.")
-def test_add_reuse(learner):
+def test_add_reuse(learner, reference):
     """b = a + a gives a.grad == 2, not 1"""
     _local_rules_first(learner, "+")
     inputs = "a = Value(3.0), b = a + a, b.grad = 1.0, then b._backward()"
-    got = _run(learner, {"a": 3.0}, [["b", "+", "a", "a"]], ["b"], inputs)
-    note = "both of b's inputs are a: its two contributions add up"
-    expect_close(got["grads"]["a"], 2.0, "a.grad", inputs, note=note)
+    with _program(learner, reference, {"a": 3.0}, [["b", "+", "a", "a"]], ["b"], inputs) as got:
+        note = "both of b's inputs are a: its two contributions add up"
+        expect_close(got["grads"]["a"], 2.0, "a.grad", inputs, note=note)
 
 
-@pytest.mark.task("7.1", points=2, hint="b = a * a: the * closure adds a.data * out.grad to a.grad twice, giving 2a.")
-def test_mul_reuse(learner):
+@pytest.mark.task("7.1", points=2, hint="b = a * a: the * closure must ADD to a.grad once for each input, giving 2a.")
+def test_mul_reuse(learner, reference):
     """b = a * a gives a.grad == 2a"""
     _local_rules_first(learner, "*")
     for x in (-1.5, 4.0):
         inputs = f"a = Value({x}), b = a * a, b.grad = 1.0, then b._backward()"
-        got = _run(learner, {"a": x}, [["b", "*", "a", "a"]], ["b"], inputs)
-        expect_close(got["grads"]["a"], 2 * x, "a.grad (d(a*a)/da = 2a)", inputs)
+        with _program(learner, reference, {"a": x}, [["b", "*", "a", "a"]], ["b"], inputs) as got:
+            expect_close(got["grads"]["a"], 2 * x, "a.grad (d(a*a)/da = 2a)", inputs)
 
 
 @pytest.mark.task(
     "7.1", points=2, hint="a feeds both d = a*b and e = a+b: df/da = e*b + d. Every closure must use +=, never =."
 )
-def test_lesson_example(learner):
+def test_lesson_example(learner, reference):
     """a = -2, b = 3, d = a*b, e = a+b, f = d*e: df/da = -3, df/db = -8 (either sweep order)"""
     _local_rules_first(learner, "+", "*")
     steps = [["d", "*", "a", "b"], ["e", "+", "a", "b"], ["f", "*", "d", "e"]]
     for order in (["f", "d", "e"], ["f", "e", "d"]):
         inputs = f"a = -2, b = 3, d = a*b, e = a + b, f = d*e; f.grad = 1.0, then _backward() of {', '.join(order)}"
-        got = _run(learner, {"a": -2.0, "b": 3.0}, steps, order, inputs)
-        expect_close(got["data"]["f"], -6.0, "f.data", inputs)
-        grads = got["grads"]
-        expect_close(grads["d"], 1.0, "d.grad (= e)", inputs)
-        expect_close(grads["e"], -6.0, "e.grad (= d)", inputs)
-        expect_close(grads["a"], -3.0, "a.grad (df/da = e*b + d)", inputs)
-        expect_close(grads["b"], -8.0, "b.grad (df/db = e*a + d)", inputs)
+        with _program(learner, reference, {"a": -2.0, "b": 3.0}, steps, order, inputs) as got:
+            expect_close(got["data"]["f"], -6.0, "f.data", inputs)
+            grads = got["grads"]
+            expect_close(grads["d"], 1.0, "d.grad (= e)", inputs)
+            expect_close(grads["e"], -6.0, "e.grad (= d)", inputs)
+            expect_close(grads["a"], -3.0, "a.grad (df/da = e*b + d)", inputs)
+            expect_close(grads["b"], -8.0, "b.grad (df/db = e*a + d)", inputs)
 
 
 @pytest.mark.task(
     "7.1",
     points=2,
-    hint="The tanh closure too: self.grad += (1 - t**2) * out.grad, so a reused input keeps both parts.",
+    hint="The tanh closure must add to self's grad too (+=), so a reused input keeps both parts.",
 )
-def test_tanh_reuse(learner):
+def test_tanh_reuse(learner, reference):
     """tanh outputs and inputs used twice: t + t, a.tanh() + a, a.tanh() * a.tanh()"""
     _local_rules_first(learner, "tanh", "+", "*")
     x = 0.6
@@ -149,24 +164,24 @@ def test_tanh_reuse(learner):
     local = 1 - t_val**2
 
     inputs = f"a = Value({x}), t = a.tanh(), s = t + t; s.grad = 1.0, then _backward() of s, t"
-    got = _run(learner, {"a": x}, [_tanh("t", "a"), ["s", "+", "t", "t"]], ["s", "t"], inputs)
-    expect_close(got["grads"]["t"], 2.0, "t.grad", inputs)
-    expect_close(got["grads"]["a"], 2 * local, "a.grad (= 2 * (1 - t**2))", inputs)
+    with _program(learner, reference, {"a": x}, [_tanh("t", "a"), ["s", "+", "t", "t"]], ["s", "t"], inputs) as got:
+        expect_close(got["grads"]["t"], 2.0, "t.grad", inputs)
+        expect_close(got["grads"]["a"], 2 * local, "a.grad (= 2 * (1 - t**2))", inputs)
 
     inputs = f"a = Value({x}), t = a.tanh(), s = t + a; s.grad = 1.0, then _backward() of s, t"
-    got = _run(learner, {"a": x}, [_tanh("t", "a"), ["s", "+", "t", "a"]], ["s", "t"], inputs)
-    expect_close(
-        got["grads"]["a"],
-        1 + local,
-        "a.grad (= 1 + (1 - t**2))",
-        inputs,
-        note="a gets 1 from the + and 1 - t**2 through the tanh: the tanh closure must add its part",
-    )
+    with _program(learner, reference, {"a": x}, [_tanh("t", "a"), ["s", "+", "t", "a"]], ["s", "t"], inputs) as got:
+        expect_close(
+            got["grads"]["a"],
+            1 + local,
+            "a.grad (= 1 + (1 - t**2))",
+            inputs,
+            note="a gets 1 from the + and 1 - t**2 through the tanh: the tanh closure must add its part",
+        )
 
     inputs = f"a = Value({x}), t1 = a.tanh(), t2 = a.tanh(), p = t1 * t2; p.grad = 1.0, then _backward() of p, t1, t2"
     steps = [_tanh("t1", "a"), _tanh("t2", "a"), ["p", "*", "t1", "t2"]]
-    got = _run(learner, {"a": x}, steps, ["p", "t1", "t2"], inputs)
-    expect_close(got["grads"]["a"], 2 * t_val * local, "a.grad (= 2 * t * (1 - t**2))", inputs)
+    with _program(learner, reference, {"a": x}, steps, ["p", "t1", "t2"], inputs) as got:
+        expect_close(got["grads"]["a"], 2 * t_val * local, "a.grad (= 2 * t * (1 - t**2))", inputs)
 
 
 def _deep(x: float, y: float):
@@ -182,7 +197,7 @@ def _deep(x: float, y: float):
 @pytest.mark.task(
     "7.1", points=2, hint="A Value used at several depths collects a contribution from each use: += everywhere."
 )
-def test_reuse_deep_in_graph(learner):
+def test_reuse_deep_in_graph(learner, reference):
     """x and y reused at several depths: the grads match finite differences"""
     _local_rules_first(learner, "+", "*", "tanh")
     x0, y0 = 0.7, -1.3
@@ -199,10 +214,12 @@ def test_reuse_deep_in_graph(learner):
         ["u*y", "*", "u", "y"],
         ["o", "+", "u*y", "q"],
     ]
-    got = _run(learner, {"x": x0, "y": y0}, steps, ["o", "u*y", "u", "s", "r", "q", "p"], inputs)
-    expect_close(got["data"]["o"], _deep(x0, y0), "o.data", inputs)
-    expect_close(got["grads"]["x"], finite_difference(lambda v: _deep(v, y0), x0), "x.grad (do/dx)", inputs, rel=1e-6)
-    expect_close(got["grads"]["y"], finite_difference(lambda v: _deep(x0, v), y0), "y.grad (do/dy)", inputs, rel=1e-6)
+    order = ["o", "u*y", "u", "s", "r", "q", "p"]
+    with _program(learner, reference, {"x": x0, "y": y0}, steps, order, inputs) as got:
+        expect_close(got["data"]["o"], _deep(x0, y0), "o.data", inputs)
+        do_dx, do_dy = finite_difference(lambda v: _deep(v, y0), x0), finite_difference(lambda v: _deep(x0, v), y0)
+        expect_close(got["grads"]["x"], do_dx, "x.grad (do/dx)", inputs, rel=1e-6)
+        expect_close(got["grads"]["y"], do_dy, "y.grad (do/dy)", inputs, rel=1e-6)
 
 
 @pytest.mark.task(
@@ -261,7 +278,7 @@ def _dual(values, steps, leaf: int):
 
 @pytest.mark.hidden
 @pytest.mark.task("7.1", points=2, hint="Reuse anywhere in a graph: every closure (+, * and tanh) must add with +=.")
-def test_random_reuse(learner):
+def test_random_reuse(learner, reference):
     """seeded random expressions with heavy reuse: the leaves' grads match forward-mode derivatives"""
     _local_rules_first(learner, "+", "*", "tanh")
     rng = random.Random(7101)
@@ -282,13 +299,14 @@ def test_random_reuse(learner):
                 used.add(k)
                 op, i, j = steps[k - len(values)]
                 used.update((i,) if op == "tanh" else (i, j))
-        got = _run(
+        with _program(
             learner,
+            reference,
             {f"n{i}": v for i, v in enumerate(values)},
             [[f"n{len(values) + k}", op, f"n{i}", f"n{j}"] for k, (op, i, j) in enumerate(steps)],
             [f"n{k}" for k in range(last, len(values) - 1, -1) if k in used],
             inputs,
-        )
-        for leaf in range(len(values)):
-            value, derivative = _dual(values, steps, leaf)
-            expect_close(got["grads"][f"n{leaf}"], derivative, f"n{leaf}.grad", inputs, rel=1e-9, abs_tol=1e-12)
+        ) as got:
+            for leaf in range(len(values)):
+                value, derivative = _dual(values, steps, leaf)
+                expect_close(got["grads"][f"n{leaf}"], derivative, f"n{leaf}.grad", inputs, rel=1e-9, abs_tol=1e-12)

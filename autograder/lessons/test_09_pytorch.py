@@ -196,7 +196,9 @@ def _expect_tensor_close(report: dict, want: torch.Tensor, what: str, inputs: st
 
 
 @pytest.mark.task(
-    "9.1", points=2, hint="n = x1*w1 + x2*w2 + b; o = torch.tanh(n); o.backward(); read each leaf's .grad."
+    "9.1",
+    points=2,
+    hint="Build n from the tensors as with Value, take its tanh, backpropagate from it, read each leaf's .grad.",
 )
 def test_torch_neuron_lesson_numbers(learner):
     """the lesson-5 neuron in PyTorch: o = 0.7071, grads x1 = -1.5, w1 = 1.0, x2 = 0.5, w2 = 0.0, b = 0.5"""
@@ -204,7 +206,7 @@ def test_torch_neuron_lesson_numbers(learner):
 
 
 @pytest.mark.task(
-    "9.1", points=1, hint="Return o.item() and t.grad.item() for each leaf: plain Python floats, not tensors."
+    "9.1", points=1, hint="Return plain Python floats (.item()), not tensors: the output, and each leaf's grad."
 )
 def test_torch_neuron_returns_plain_floats(learner):
     """o and every gradient come back as plain Python floats"""
@@ -247,7 +249,7 @@ def _random_values(seed, n=8):
 
 
 @pytest.mark.task(
-    "9.2", points=1, hint="forward computes t = torch.tanh(x), saves it with ctx.save_for_backward(t), returns t."
+    "9.2", points=1, hint="forward computes tanh of x, keeps it for backward (ctx.save_for_backward) and returns it."
 )
 def test_tanh_apply_forward(learner):
     """Tanh.apply(x) equals torch.tanh(x)"""
@@ -257,7 +259,11 @@ def test_tanh_apply_forward(learner):
     _expect_tensor_close(got["y"], torch.tanh(x), "Tanh.apply(x)", f"x = {X_PAGE}")
 
 
-@pytest.mark.task("9.2", points=2, hint="backward returns (1 - t**2) * grad_output, with t from ctx.saved_tensors.")
+@pytest.mark.task(
+    "9.2",
+    points=2,
+    hint="backward gets t back from ctx.saved_tensors and returns tanh's local derivative times grad_output.",
+)
 def test_tanh_backward_direct(learner):
     """Tanh.backward(ctx, g), called with a ctx filled by Tanh.forward, returns (1 - tanh(x)²)·g"""
     gs = [1.0, 2.0, -1.0, 0.5, 3.0]

@@ -301,7 +301,9 @@ def test_bare_module_has_no_parameters(learner):
 
 
 @pytest.mark.task(
-    "10.1", points=2, hint="zero_grad: for p in self.parameters(): p.grad = 0.0 (and leave p.data alone)."
+    "10.1",
+    points=2,
+    hint="zero_grad sets the grad of every parameter in self.parameters() to 0.0, and leaves data alone.",
 )
 def test_zero_grad_resets_every_parameter(learner):
     """zero_grad sets the grad of every parameter a subclass lists to 0 and keeps the data"""
@@ -343,7 +345,7 @@ def test_zero_grad_seeded(learner):
 @pytest.mark.task(
     "10.2",
     points=2,
-    hint="self.w = [Value(random.uniform(-1, 1)) for each input], then self.b the same way, in that order.",
+    hint="One weight per input, each a Value of random.uniform(-1, 1), then the bias the same way: in that order.",
 )
 def test_neuron_init_draws_weights_then_bias(learner):
     """Neuron(3) draws its 3 weights, then its bias, with random.uniform(-1, 1)"""
@@ -367,7 +369,9 @@ def test_neuron_init_draws_weights_then_bias(learner):
     )
 
 
-@pytest.mark.task("10.2", points=1, hint="parameters() returns self.w + [self.b]: the same Value objects, not copies.")
+@pytest.mark.task(
+    "10.2", points=1, hint="parameters(): the weights, then the bias, in one list: the same Value objects, not copies."
+)
 def test_neuron_parameters_are_weights_then_bias(learner):
     """Neuron.parameters() is the weights, then the bias, as the very same objects"""
     got = learner.run(neuron_parameters, 7, 4)
@@ -399,7 +403,9 @@ def test_neuron_tanh_forward(learner):
 
 
 @pytest.mark.task(
-    "10.2", points=2, hint="getattr(z, self.act)() applies the activation by name; with nonlin=False return z itself."
+    "10.2",
+    points=2,
+    hint="self.act names a method of Value: look it up on z (getattr) and call it; with nonlin=False return z.",
 )
 def test_neuron_relu_and_linear(learner):
     """relu and linear (nonlin=False) neurons with fixed weights"""
@@ -467,7 +473,7 @@ def test_neuron_seeded(learner):
 @pytest.mark.task(
     "10.3",
     points=2,
-    hint="self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]; parameters() flattens theirs in order.",
+    hint="nout neurons of nin inputs each, keyword arguments passed on; parameters() flattens theirs in order.",
 )
 def test_layer_shape_and_parameters(learner):
     """Layer(3, 4) has 4 neurons of 3 inputs and lists their 16 parameters in order"""
@@ -563,7 +569,7 @@ def test_layer_seeded(learner, reference):
 
 
 @pytest.mark.task(
-    "10.4", points=2, hint="sizes = [nin] + nouts and one Layer(sizes[i], sizes[i+1]) per entry of nouts."
+    "10.4", points=2, hint="Put nin in front of nouts: one Layer per entry of nouts, from each size to the next."
 )
 def test_mlp_parameter_counts(learner):
     """MLP(3, [4, 4, 1]) has 41 parameters and MLP(2, [16, 16, 1]) has 337"""
@@ -599,7 +605,9 @@ def _small_mlp_by_hand(x, act, linear_output):
 
 
 @pytest.mark.task(
-    "10.4", points=2, hint="Feed x through the layers in turn: x = layer(x) for each layer; return the last x."
+    "10.4",
+    points=2,
+    hint="Feed x through the layers in turn, each on the previous one's output; return the last output.",
 )
 def test_mlp_forward_by_hand(learner):
     """a tanh MLP(2, [2, 1]) with fixed weights gives the hand-computed tanh of tanh"""
@@ -655,7 +663,7 @@ def test_mlp_parameters_get_their_gradients(learner, reference):
 
 @pytest.mark.hidden
 @pytest.mark.task(
-    "10.4", points=2, hint="Check sizes = [nin] + nouts, the layer order, and that only the last layer is linear."
+    "10.4", points=2, hint="Check that the sizes start with nin, the layers' order, and that only the last is linear."
 )
 def test_mlp_seeded_shapes(learner, reference):
     """seeded shapes: parameter counts, outputs and gradients"""

@@ -160,7 +160,9 @@ def test_squared_error_seeded(learner):
 # --- 11.2 sgd_step --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.task("11.2", points=2, hint="For each parameter: p.data += -learning_rate * p.grad.")
+@pytest.mark.task(
+    "11.2", points=2, hint="Move each parameter's data against its grad, by learning_rate times that grad."
+)
 def test_sgd_step_moves_data(learner):
     """sgd_step moves each p.data by -lr * p.grad"""
     datas, grads = [1.0, -2.0, 0.5], [0.5, -1.0, 0.0]

@@ -22,7 +22,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.scenario import data_of, scenario, sweep, type_name
+from autograder.kit.scenario import data_of, headline_expression, sanity_expression, scenario, sweep, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 
@@ -201,7 +201,7 @@ def test_hinge_loss_value(learner):
 @pytest.mark.task(
     "12.1",
     points=1,
-    hint="Build the loss with Value operations on the scores ((1 - y * s).relu()), so backward reaches them.",
+    hint="Build the loss with Value operations (relu too) on the score Values themselves, so backward reaches them.",
 )
 def test_hinge_loss_gradient(learner):
     """backward through the hinge loss gives -y/n where the margin is violated, 0 elsewhere"""
@@ -252,7 +252,9 @@ def _check_l2(learner, datas, alpha, inputs):
         )
 
 
-@pytest.mark.task("12.2", points=1, hint="alpha defaults to 1e-4: return alpha * Σ p * p as one Value.")
+@pytest.mark.task(
+    "12.2", points=1, hint="alpha defaults to 1e-4: alpha times the sum of the squared parameters, as one Value."
+)
 def test_l2_penalty_default_alpha(learner):
     """l2_penalty with the default alpha = 1e-4"""
     _check_l2(learner, [1.0, -2.0, 0.5], None, "parameters = [Value(1.0), Value(-2.0), Value(0.5)]")
@@ -384,7 +386,9 @@ def _same(history, expected):
 
 
 @pytest.mark.task(
-    "12.4", points=2, hint="train_step: scores, hinge_loss + l2_penalty, zero_grad, backward, p.data -= lr * p.grad."
+    "12.4",
+    points=2,
+    hint="train_step: scores, loss = hinge_loss + l2_penalty, zero_grad, backward, each parameter against its grad.",
 )
 def test_train_step_one_update(learner, reference):
     """one train_step returns (loss, accuracy) and moves every parameter by -lr·grad"""
@@ -480,7 +484,7 @@ def test_train_classifier_learning_rate_schedule(learner, reference):
 @pytest.mark.task(
     "12.4",
     points=2,
-    hint="Each step must lower the loss on average: zero the grads, backward, then p.data -= lr * p.grad.",
+    hint="Each step must lower the loss on average: zero the grads, backward, then move each p.data against its grad.",
 )
 def test_train_classifier_reaches_high_accuracy(learner):
     """a short seeded run on 16 two-moons points reaches at least 90% training accuracy"""
@@ -611,7 +615,7 @@ def test_train_classifier_seeded_runs(learner, reference):
 @pytest.mark.task(
     "12.4",
     points=1,
-    hint="Make rng = random.Random(seed) once, then draw each batch with rng.sample(range(len(X)), batch_size).",
+    hint="Make one random.Random(seed) before the loop and draw each batch's indices from it with sample.",
 )
 def test_train_classifier_seeded_batches(learner, reference):
     """seeded mini-batch runs match the reference's batches step by step"""
@@ -630,3 +634,121 @@ def test_train_classifier_seeded_batches(learner, reference):
             seed=rng.randrange(1000),
             inputs_extra=" (batches drawn as rng.sample(range(len(X)), batch_size), rng = random.Random(seed))",
         )
+
+
+# --- 12.5: your engine, whole (no reference underneath: engine.py and nn.py are all the learner's) ---------------
+
+
+@scenario
+def whole_headline(impl, av, bv):
+    """The headline expression on the learner's own Value, gradients by the learner's own backward()."""
+    a, b = impl.Value(av), impl.Value(bv)
+    g = headline_expression(a, b, lambda v: v.relu())
+    g.backward()
+    return [data_of(g), a.grad, b.grad]
+
+
+@scenario
+def whole_sanity(impl, xv):
+    x = impl.Value(xv)
+    y = sanity_expression(x, lambda v: v.relu())
+    y.backward()
+    return [data_of(y), x.grad]
+
+
+@scenario
+def whole_training(impl, X, y, model_seed, steps):
+    """A short lesson-12 run written by the grader, on the learner's MLP and Value: hinge + L2, SGD, decaying rate."""
+
+    def run():
+        random.seed(model_seed)
+        model = impl.nn.MLP(2, [8, 8, 1], act="relu", linear_output=True)
+        history = []
+        for k in range(steps):
+            scores = [model([impl.Value(a), impl.Value(b)]) for a, b in X]
+            losses = [(1 + -yi * s).relu() for yi, s in zip(y, scores, strict=True)]
+            loss = sum(losses, impl.Value(0.0)) * (1.0 / len(losses))
+            loss = loss + 1e-4 * sum((p * p for p in model.parameters()), impl.Value(0.0))
+            correct = sum((s.data > 0) == (yi > 0) for yi, s in zip(y, scores, strict=True))
+            model.zero_grad()
+            loss.backward()
+            rate = 1.0 - 0.9 * k / steps
+            for p in model.parameters():
+                p.data -= rate * p.grad
+            history.append([loss.data, correct / len(y)])
+        return history
+
+    return collecting_only_new_objects(impl, run)
+
+
+def _torch_headline(av, bv):
+    import torch
+
+    a, b = (torch.tensor(v, dtype=torch.double, requires_grad=True) for v in (av, bv))
+    g = headline_expression(a, b, torch.relu)
+    g.backward()
+    return [g.item(), a.grad.item(), b.grad.item()]
+
+
+def _torch_sanity(xv):
+    import torch
+
+    x = torch.tensor(xv, dtype=torch.double, requires_grad=True)
+    y = sanity_expression(x, torch.relu)
+    y.backward()
+    return [y.item(), x.grad.item()]
+
+
+HEADLINE = "the headline expression of lesson 8 with your Value and your backward()"
+SANITY = "z = 2*x + 2 + x; q = z.relu() + z*x; h = (z*z).relu(); y = h + q + q*x, your Value and your backward()"
+
+
+@pytest.mark.task("12.5", points=2, hint="Your engine alone must give lesson 8's numbers: re-run 8.x if not.")
+def test_whole_engine_headline(learner):
+    """your engine, whole: 24.7041 / 138.8338 / 645.5773, and PyTorch to 1e-6"""
+    got = learner.run(whole_headline, -4.0, 2.0)
+    want = _torch_headline(-4.0, 2.0)
+    for name, value, page, torch_value in zip(("g.data", "a.grad", "b.grad"), got, (24.7041, 138.8338, 645.5773),
+                                              want, strict=True):
+        expect_close(value, page, f"{name} (4 decimals)", f"a = -4, b = 2; {HEADLINE}", rel=0, abs_tol=5e-5)
+        expect_close(value, torch_value, f"{name} vs PyTorch float64", f"a = -4, b = 2; {HEADLINE}", rel=1e-9)
+
+
+@pytest.mark.task("12.5", points=2, hint="The sanity check on your engine alone: y = -20, dy/dx = 46, as PyTorch says.")
+def test_whole_engine_sanity(learner):
+    """your engine, whole: the PyTorch sanity check gives y = -20 and dy/dx = 46"""
+    got = learner.run(whole_sanity, -4.0)
+    expect_equal(got, [-20.0, 46.0], "[y.data, x.grad]", f"x = -4; {SANITY}")
+    expect_equal(got, _torch_sanity(-4.0), "[y.data, x.grad] vs PyTorch float64", f"x = -4; {SANITY}")
+
+
+@pytest.mark.task("12.5", points=2, hint="A short training run on your engine and your MLP must follow the reference's.")
+def test_whole_engine_trains_the_classifier(learner, reference):
+    """your engine, whole: a short two-moons training follows the reference step by step and learns"""
+    X, y = _moons(16, 0.1, 1205)
+    inputs = "16 two-moons points (noise 0.1), MLP(2, [8, 8, 1]) seeded 7, 10 steps of hinge + L2 at a decaying rate"
+    got = learner.run(whole_training, X, y, 7, 10)
+    want = reference.run(whole_training, X, y, 7, 10)
+    for step, (mine, theirs) in enumerate(zip(got, want, strict=True)):
+        expect_close(mine[0], theirs[0], f"loss at step {step}", inputs, rel=1e-9, abs_tol=1e-12)
+        expect_close(mine[1], theirs[1], f"accuracy at step {step}", inputs)
+    expect(got[-1][0] < got[0][0], "the loss falls", f"below {got[0][0]!r}", got[-1][0], inputs)
+
+
+@pytest.mark.hidden
+@pytest.mark.task("12.5", points=2, hint="Both classic expressions on other inputs: your engine alone against PyTorch.")
+def test_whole_engine_seeded_expressions(learner):
+    """your engine, whole: both classic expressions at seeded inputs, against PyTorch"""
+    rng = random.Random(20125)
+    for _ in range(6):
+        av, bv = rng.uniform(-5, 5), rng.uniform(-5, 5)
+        if abs(av + bv) < 0.1 or abs(bv - av) < 0.1:  # away from the relu kinks
+            continue
+        for value, torch_value in zip(learner.run(whole_headline, av, bv), _torch_headline(av, bv), strict=True):
+            expect_close(value, torch_value, "headline vs PyTorch float64", f"a = {av!r}, b = {bv!r}; {HEADLINE}",
+                         rel=1e-6, abs_tol=1e-6)
+        xv = rng.uniform(-5, 5)
+        if abs(3 * xv + 2) > 0.1:
+            for value, torch_value in zip(learner.run(whole_sanity, xv), _torch_sanity(xv), strict=True):
+                expect_close(value, torch_value, "sanity vs PyTorch float64", f"x = {xv!r}; {SANITY}", rel=1e-9)
+

