@@ -48,12 +48,14 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
     # a bonus task comes next only once every graded task passes
     todo = next((t for t in graded_tasks if t.status != "passed"), None) or \
         next((t for t in bonus_tasks if t.status != "passed"), None)
-    if todo is not None and todo.task.bonus and graded_tasks:
+    if not tasks:
+        out.append("Nothing was graded: no check ran (see the errors above).")
+    elif todo is not None and todo.task.bonus and graded_tasks:
         out.append("Every graded task passes. Well done! The bonus tasks are there to go further.")
     elif todo is None:
         out.append("Every bonus task passes. Well done!" if bonus_tasks and not graded_tasks else
                    "Every graded task passes. Well done!")
-    if todo is None:
+    if todo is None and tasks:
         after = [lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus
                  and lesson.number > max(t.task.lesson for t in tasks)] if tasks else []
         if after:

@@ -99,8 +99,8 @@ def finite_difference(fn: Callable[[float], float], x: float, h: float = 1e-6) -
 
 
 def expect_raised(outcome: dict, error: str, what: str, inputs: str | None = None) -> None:
-    """Fail unless a scenario's `outcome(...)` says the call raised `error` (a type name)."""
-    if outcome.get("raised") == error:
+    """Fail unless a scenario's `outcome(...)` says the call raised `error` (a type name) or a subclass of it."""
+    if outcome.get("raised") == error or error in outcome.get("kinds", ()):
         return
     actual = (
         f"{outcome['raised']}: {outcome.get('message', '')}"

@@ -152,7 +152,26 @@ def outcome(call: Callable[[], Any]) -> dict:
     except NotImplementedError:
         raise
     except Exception as exc:  # noqa: BLE001 - which exception the learner raised is the answer
-        return {"raised": type(exc).__name__, "message": str(exc)[:500]}
+        kinds = [k.__name__ for k in type(exc).__mro__]  # a subclass of the error asked for counts, as in `except`
+        return {"raised": type(exc).__name__, "message": str(exc)[:500], "kinds": kinds}
+
+
+def collecting_only_new_objects(run: Callable[[], Any]) -> Any:
+    """`run()` with the objects alive now frozen (`gc.freeze`), so that collections walk only what it creates.
+
+    Every training step leaves a graph of reference cycles; without this, each
+    collection during a run would also walk every object already alive (PyTorch's,
+    on the trusted side). Objects frozen before stay frozen.
+    """
+    import gc
+
+    frozen_before = gc.get_freeze_count()
+    gc.freeze()
+    try:
+        return run()
+    finally:
+        if not frozen_before:
+            gc.unfreeze()
 
 
 # --- the course's two classic expressions (micrograd's own tests), shared by lessons 8 and 12 ---------------

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.scenario import data_of, scenario, sweep, type_name
+from autograder.kit.scenario import collecting_only_new_objects, data_of, scenario, sweep, type_name
 
 XS = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]]
 YS = [1.0, -1.0, -1.0, 1.0]
@@ -57,12 +57,8 @@ def lesson_model(impl, seed):
 @scenario
 def train_run(impl, seed, xs, ys, steps, learning_rate, stale_grads=False):
     """train(...) on a seeded model: the history as returned, its losses, the parameters and predictions after."""
-    import gc
 
-    # every step leaves a graph of reference cycles: collections should walk only what the run creates
-    frozen_before = gc.get_freeze_count()
-    gc.freeze()
-    try:
+    def run():
         model = lesson_model(impl, seed)
         if stale_grads:  # gradients left over from an earlier backward
             sweep(impl.train.squared_error_loss([model(x) for x in xs], ys))
@@ -76,9 +72,8 @@ def train_run(impl, seed, xs, ys, steps, learning_rate, stale_grads=False):
             "params": [p.data for p in model.parameters()],
             "predictions": [data_of(model(x)) for x in xs],
         }
-    finally:
-        if not frozen_before:
-            gc.unfreeze()
+
+    return collecting_only_new_objects(run)
 
 
 @scenario

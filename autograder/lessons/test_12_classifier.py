@@ -22,7 +22,15 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.scenario import data_of, headline_expression, sanity_expression, scenario, sweep, type_name
+from autograder.kit.scenario import (
+    collecting_only_new_objects,
+    data_of,
+    headline_expression,
+    sanity_expression,
+    scenario,
+    sweep,
+    type_name,
+)
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 
@@ -65,20 +73,6 @@ def accuracy_of(impl, scores, labels):
 
 
 @scenario
-def collecting_only_new_objects(impl, run):
-    """`run()` with the objects alive now frozen (`gc.freeze`), so that collections walk only what it creates."""
-    import gc
-
-    frozen_before = gc.get_freeze_count()
-    gc.freeze()
-    try:
-        return run()
-    finally:
-        if not frozen_before:  # the worker's objects were frozen when it started: they stay so
-            gc.unfreeze()
-
-
-@scenario
 def moons_model(impl, seed, hidden):
     """MLP(2, [*hidden, 1]) with ReLU hidden units and a linear score, after random.seed(seed)."""
     random.seed(seed)
@@ -97,7 +91,7 @@ def train_step_run(impl, X, y, model_seed, hidden, learning_rate, leftover_grad=
         result = impl.classifier.train_step(model, X, y, learning_rate)
         return {"result": result, "params": [p.data for p in model.parameters()]}
 
-    return collecting_only_new_objects(impl, run)
+    return collecting_only_new_objects(run)
 
 
 @scenario
@@ -123,7 +117,7 @@ def grader_steps(impl, X, y, model_seed, hidden, rates):
             history.append([loss.data, impl.classifier.accuracy(scores, y), hinge_only.data])
         return {"history": history, "params": [p.data for p in model.parameters()]}
 
-    return collecting_only_new_objects(impl, run)
+    return collecting_only_new_objects(run)
 
 
 @scenario
@@ -144,7 +138,7 @@ def classifier_run(impl, X, y, model_seed, hidden, steps, batch_size=None, seed=
             "random_state_kept": kept,
         }
 
-    return collecting_only_new_objects(impl, run)
+    return collecting_only_new_objects(run)
 
 
 # --- judgements: run here, on the trusted side ----------------------------------------------------------------------
@@ -678,7 +672,7 @@ def whole_training(impl, X, y, model_seed, steps):
             history.append([loss.data, correct / len(y)])
         return history
 
-    return collecting_only_new_objects(impl, run)
+    return collecting_only_new_objects(run)
 
 
 def _torch_headline(av, bv):
