@@ -16,6 +16,7 @@ import pytest
 
 from autograder.course.regions import REPO
 from autograder.grading.results import Results
+from autograder.grading.workers import Zygotes
 
 
 class _Catch:
@@ -23,16 +24,29 @@ class _Catch:
 
     config: pytest.Config | None = None
 
+    def __init__(self, workers_pool: Zygotes | None = None):
+        self.workers_pool = workers_pool
+
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
+        if self.workers_pool is not None:
+            from autograder.grading.plugin import ZYGOTES
+
+            config.stash[ZYGOTES] = self.workers_pool
 
 
 def grade(impl: str | Path = "exercises", *, lessons: list[int] = (), tasks: list[str] = (),
           check_timeout: float | None = None, memory_mb: int | None = None, isolation: str = "auto",
           results_json: Path | None = None, results_file: Path | None = None, quiet: bool = True,
-          extra: list[str] = ()) -> Results:
-    """Grade `impl` (`exercises`, `solutions` or a folder); raise RuntimeError if the grader could not run."""
-    args = [str(REPO / "autograder"), "--rootdir", str(REPO), "-p", "no:cacheprovider", "--impl", str(impl),
+          extra: list[str] = (), workers_pool: Zygotes | None = None) -> Results:
+    """Grade `impl` (`exercises`, `solutions` or a folder); raise RuntimeError if the grader could not run.
+
+    `workers_pool`: zygotes to fork this run's workers from, kept by a caller that grades again and again
+    (`workers.Zygotes`; the caller closes it). Without it the run starts its own and stops them at its end.
+    """
+    # paths as `--option=PATH`: pytest looks for its settings (pyproject.toml) above every bare argument that is
+    # an existing path, so `--impl /tmp/x` would make it miss the project's and run without them
+    args = [str(REPO / "autograder"), "--rootdir", str(REPO), "-p", "no:cacheprovider", f"--impl={impl}",
             "--isolation", isolation]
     args += [f"--lesson={n}" for n in lessons] + [f"--task={t}" for t in tasks]
     if check_timeout is not None:
@@ -40,12 +54,12 @@ def grade(impl: str | Path = "exercises", *, lessons: list[int] = (), tasks: lis
     if memory_mb is not None:
         args += ["--memory-limit", str(memory_mb)]
     if results_json:
-        args += ["--results-json", str(results_json)]
+        args.append(f"--results-json={results_json}")
     if results_file:
-        args += ["--results-file", str(results_file)]
+        args.append(f"--results-file={results_file}")
     args += list(extra)
     args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    catch = _Catch()
+    catch = _Catch(workers_pool)
     out = io.StringIO()
     with contextlib.redirect_stdout(out) if quiet else contextlib.nullcontext():
         code = pytest.main(args, plugins=[catch])

@@ -1,0 +1,182 @@
+"""Watch mode, as rustlings has it: `python -m autograder watch [--lesson N] [--impl DIR]`.
+
+It grades once, then waits for saves in the graded folder; each save
+re-grades only the tasks of the file that was saved (of the selected lessons)
+and prints a short report: the verdict on that file, progress (tasks and
+lessons done, a bar), the next task with its page and hint command, and what
+failed. The grading is the one runner's (`runner.grade`), in this process, so
+pytest, torch, the grading tests and the reference stay imported between
+saves, and the zygotes stay up (`workers.Zygotes`): each save pays only for
+forking the workers and running the checks. Code that hangs, crashes or does
+not parse is the workers' business; this loop goes on. Ctrl-C stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+import watchfiles
+
+from autograder.course import registry
+from autograder.course.regions import REPO, has_sources, module_of
+from autograder.grading import runner, scorecard, workers
+from autograder.grading.results import Results
+
+STEP_MS = 30  # a save is reported once the folder has been quiet this long (editors write in several steps)
+IDLE_MS = 100  # the watcher wakes this often when nothing changes (its first wake says that it is in place)
+CLEAR = "\033[2J\033[H"
+
+
+def graded_folder(impl: str) -> Path:
+    """The folder `--impl` names, as the grader resolves it."""
+    return (REPO / impl) if impl in ("exercises", "solutions") else Path(impl).resolve()
+
+
+def saved_modules(changes: Iterable[tuple[object, str]], folder: Path) -> list[str]:
+    """The learner files (module names) among the changed paths: `.py` files directly in the graded folder."""
+    names = set()
+    for _, path in changes:
+        path = Path(path)
+        if path.suffix == ".py" and path.parent.resolve() == folder:
+            names.add(path.stem)
+    return sorted(names)
+
+
+def tasks_of(modules: list[str], selected: list[str]) -> list[str]:
+    """The selected tasks whose code is in one of `modules`."""
+    if not has_sources():  # a student edition loads every learner file for every task
+        return list(selected) if modules else []
+    return [t for t in selected if module_of(t) in modules]
+
+
+class Watch:
+    """The latest verdict of every selected check, updated task by task as files are saved."""
+
+    def __init__(self, impl: str, lessons: list[int], check_timeout: float | None, out: TextIO):
+        self.impl, self.lessons, self.check_timeout, self.out = impl, lessons, check_timeout, out
+        self.pool = workers.Zygotes()
+        self.results: Results | None = None
+        self.stop_asked: list[int] = []  # the signals that asked to stop (see `stopping`)
+
+    def grade(self, tasks: list[str] = ()) -> Results:
+        """Grade `tasks` (every selected task at first) and merge their verdicts into the ones kept."""
+        try:
+            fresh = runner.grade(
+                self.impl,
+                lessons=[] if tasks else self.lessons,
+                tasks=tasks,
+                check_timeout=self.check_timeout,
+                workers_pool=self.pool,
+            )
+        except RuntimeError:
+            if self.stop_asked:  # pytest took the Ctrl-C as the end of its run; for us it is the end of watching
+                raise KeyboardInterrupt from None
+            raise
+        if self.results is None:
+            self.results = fresh
+        else:
+            regraded = set(fresh.selected)
+            self.results.tests = [r for r in self.results.tests if r.task not in regraded] + fresh.tests
+        return fresh
+
+    def report(self, what: str, fresh: Results) -> None:
+        if self.out.isatty():
+            self.out.write(CLEAR)
+        passed = sum(t.status == "passed" for t in fresh.tasks)
+        earned, points = sum(r.earned for r in fresh.tests), sum(r.points for r in fresh.tests)
+        scope = f" (lesson {', '.join(map(str, self.lessons))})" if self.lessons else ""
+        self.say(
+            f"[{time.strftime('%H:%M:%S')}] {what}{scope}: {passed}/{len(fresh.tasks)} tasks pass, "
+            f"{earned}/{points} points"
+        )
+        impl = f" --impl {self.impl}" if self.impl != "exercises" else ""
+        self.say(scorecard.progress(self.results, lesson_command="python -m autograder watch --lesson {number}" + impl))
+        self.waiting()
+
+    def waiting(self) -> None:
+        self.say(f"Watching {self.results.graded} for saves (Ctrl-C to stop)")
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    @contextlib.contextmanager
+    def stopping(self):
+        """Ctrl-C and SIGTERM stop watching: both raise KeyboardInterrupt, and `stop_asked` remembers them."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop(signum, frame):
+            self.stop_asked.append(signum)
+            raise KeyboardInterrupt
+
+        previous = {
+            number: signal.signal(number, stop)
+            for number in (signal.SIGINT, signal.SIGTERM)
+            if signal.getsignal(number) is not signal.SIG_IGN
+        }  # run in the background: Ctrl-C is not ours
+        try:
+            yield
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    def run(self) -> int:
+        folder = graded_folder(self.impl)
+        self.say(f"Grading {self.impl}" + (f" lesson {', '.join(map(str, self.lessons))}" if self.lessons else ""))
+        saves = watchfiles.watch(
+            folder, watch_filter=watchfiles.PythonFilter(), step=STEP_MS, rust_timeout=IDLE_MS, yield_on_timeout=True
+        )
+        next(saves)  # the watcher is in place from here on: a save made during the first grading is not missed
+        try:
+            fresh = self.grade()
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        self.report("every file graded", fresh)
+        selected = list(self.results.selected)
+        for batch in saves:
+            modules = saved_modules(batch, folder)
+            saved = ", ".join(f"{m}.py" for m in modules)
+            tasks = tasks_of(modules, selected)
+            if not tasks:
+                if modules:
+                    self.say(f"{saved} saved: no task of the selected lessons there")
+                continue
+            try:
+                fresh = self.grade(tasks)
+            except RuntimeError as exc:  # the grader itself failed: say so and keep watching
+                self.say(f"grading {saved} failed: {exc}")
+                self.waiting()
+                continue
+            self.report(f"{saved} saved", fresh)
+        return 0
+
+
+def watch(
+    impl: str = "exercises", lessons: list[int] = (), check_timeout: float | None = None, out: TextIO = sys.stdout
+) -> int:
+    """Grade, then re-grade on every save until Ctrl-C; 0 when stopped, 2 if the grader cannot run at all."""
+    if not graded_folder(impl).is_dir():
+        print(f"--impl {impl}: no such folder ({graded_folder(impl)})", file=sys.stderr)
+        return 2
+    for number in lessons:
+        if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
+            print(f"--lesson {number}: lesson {number} has no graded tasks", file=sys.stderr)
+            return 2
+    state = Watch(impl, list(lessons), check_timeout, out)
+    with state.stopping():
+        try:
+            return state.run()
+        except KeyboardInterrupt:
+            state.say("\nStopped watching.")
+            return 0
+        finally:
+            state.pool.close()
