@@ -2,6 +2,7 @@
 
 - `build [--check]` regenerates (or checks) every generated file: stubs, notebooks, task lists, workflow template;
 - `grade [--impl DIR]` grades with the one runner and prints the scorecard (what batch and Gradescope run);
+- `watch [--lesson N]` re-grades the tasks of each file you save and shows your progress;
 - `sync [--check] [--force]` regenerates `exercises/` from `solutions/` (part of `build`);
 - `hint L.N` prints a task's hints, one more level on each call (`--all`: every level; `--reset`: from level 1);
   `tasks` lists every task with its page and grading command;

@@ -14,18 +14,20 @@
     dialog.showModal();
   }
 
-  // A wide graph keeps a readable size and scrolls sideways: say so under it.
-  function noteOverflow(figure) {
-    const wide = figure.scrollWidth > figure.clientWidth + 2;
-    figure.classList.toggle("bp-wide", wide);
+  // A figure wider than its column is drawn smaller: say under it that a click shows it full size.
+  function noteScale(figure) {
+    const svg = figure.querySelector(":scope > svg");
+    if (!svg || !svg.width || !svg.width.baseVal) return;
+    const scaled = svg.getBoundingClientRect().width < 0.9 * svg.width.baseVal.value;
+    figure.classList.toggle("bp-scaled", scaled);
   }
 
   function wire(root) {
     root.querySelectorAll(".bp-figure").forEach((figure) => {
       if (figure.dataset.bpZoom || figure.closest("dialog")) return;
       figure.dataset.bpZoom = "1";
-      noteOverflow(figure);
-      window.addEventListener("resize", () => noteOverflow(figure));
+      noteScale(figure);
+      window.addEventListener("resize", () => noteScale(figure));
       figure.addEventListener("click", () => zoom(figure));
       figure.addEventListener("keydown", (event) => {
         if (event.key === "Enter" || event.key === " ") {

@@ -80,21 +80,32 @@
     return { x1, w1, x2, w2, "x1*w1": x1w1, "x2*w2": x2w2, "x1*w1 + x2*w2": sum, b, n, o };
   }
 
-  // ---- the picture: fixed positions, left to right as draw_dot lays it out ----
+  // ---- the picture: fixed positions, left to right as draw_dot lays it out, or top to bottom on a phone ----
   const SVG = "http://www.w3.org/2000/svg";
-  const RW = 112, RH = 60, R = 13, GAP = 12; // record width and height, op circle radius, circle-to-record gap
-  const COLS = [0, 184, 368, 552, 736];
-  const NODES = [ // name, column, y of the record's top, op
-    ["x1", 0, 0, ""], ["w1", 0, 70, ""], ["x2", 0, 160, ""], ["w2", 0, 230, ""],
-    ["x1*w1", 1, 35, "*"], ["x2*w2", 1, 195, "*"],
-    ["x1*w1 + x2*w2", 2, 115, "+"], ["b", 2, 250, ""],
-    ["n", 3, 183, "+"], ["o", 4, 183, "tanh"],
-  ];
+  const RH = 60, R = 13, GAP = 12; // record height, op circle radius, circle-to-record gap
+  const OPS = { "x1*w1": "*", "x2*w2": "*", "x1*w1 + x2*w2": "+", n: "+", o: "tanh" };
   const EDGES = [ // child -> parent (into the parent's op node)
     ["x1", "x1*w1"], ["w1", "x1*w1"], ["x2", "x2*w2"], ["w2", "x2*w2"],
     ["x1*w1", "x1*w1 + x2*w2"], ["x2*w2", "x1*w1 + x2*w2"], ["x1*w1 + x2*w2", "n"], ["b", "n"], ["n", "o"],
   ];
-  const WIDTH = COLS[4] + RW + 2, HEIGHT = 250 + RH + 2;
+  // the top-left corner of each node's record
+  const LAYOUTS = {
+    wide: { across: true, rw: 112, at: {
+      x1: [0, 0], w1: [0, 70], x2: [0, 160], w2: [0, 230], "x1*w1": [184, 35], "x2*w2": [184, 195],
+      "x1*w1 + x2*w2": [368, 115], b: [368, 250], n: [552, 183], o: [736, 183],
+    } },
+    // 850 px of the wide picture would shrink to unreadable text in a phone's 360 px column
+    tall: { across: false, rw: 104, at: {
+      x1: [0, 0], w1: [112, 0], x2: [224, 0], w2: [336, 0], "x1*w1": [56, 120], "x2*w2": [280, 120],
+      "x1*w1 + x2*w2": [168, 240], b: [336, 240], n: [252, 360], o: [252, 480],
+    } },
+  };
+  const NARROW = 600; // below this column width (px) the tall picture is the more legible one
+
+  function size(layout) {
+    const corners = Object.values(layout.at);
+    return [Math.max(...corners.map(([x]) => x)) + layout.rw + 2, Math.max(...corners.map(([, y]) => y)) + RH + 2];
+  }
 
   function el(name, attrs = {}, text = null) {
     const e = document.createElementNS(SVG, name);
@@ -112,11 +123,34 @@
     return Math.abs(x) < 5e-5 ? "zero" : x > 0 ? "pos" : "neg";
   }
 
-  function drawGraph(markerId) {
+  // Where a node's record and op circle sit, and where arrows leave and enter it.
+  function place(layout, name) {
+    const [x, y] = layout.at[name];
+    const op = OPS[name] || "", RW = layout.rw;
+    if (layout.across) {
+      const cy = y + RH / 2, cx = x - GAP - R;
+      return { x, y, op, cx, cy, rw: RW, out: [x + RW, cy], into: [cx - R, cy], opOut: [cx + R, cy], recordIn: [x, cy] };
+    }
+    const cx = x + RW / 2, cy = y - GAP - R;
+    return { x, y, op, cx, cy, rw: RW, out: [cx, y + RH], into: [cx, cy - R], opOut: [cx, cy + R], recordIn: [cx, y] };
+  }
+
+  function curve([x0, y0], [x1, y1], across) {
+    if (across) {
+      const mid = (x0 + x1) / 2;
+      return `M ${x0} ${y0} C ${mid} ${y0}, ${mid} ${y1}, ${x1} ${y1}`;
+    }
+    const mid = (y0 + y1) / 2;
+    return `M ${x0} ${y0} C ${x0} ${mid}, ${x1} ${mid}, ${x1} ${y1}`;
+  }
+
+  function drawGraph(layout, markerId) {
+    const [width, height] = size(layout);
     const svg = el("svg", {
-      viewBox: `-1 -1 ${WIDTH} ${HEIGHT}`, class: "bp-neuron-graph", role: "img",
+      viewBox: `-1 -1 ${width} ${height}`, class: "bp-neuron-graph", role: "img",
       "aria-label": "The neuron's computation graph with the data and grad of every node",
     });
+    svg.style.maxWidth = `${width}px`;
     const defs = el("defs");
     const marker = el("marker", { id: markerId, viewBox: "0 0 10 10", refX: "10", refY: "5",
       markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" });
@@ -125,31 +159,25 @@
     svg.appendChild(defs);
 
     const where = {};
-    for (const [name, col, top, op] of NODES) {
-      where[name] = { x: COLS[col], y: top, cy: top + RH / 2, op };
-    }
+    for (const name of Object.keys(layout.at)) where[name] = place(layout, name);
     const edges = el("g", { class: "bp-neuron-edges" });
     svg.appendChild(edges);
     const arrow = { "marker-end": `url(#${markerId})` };
     for (const [child, parent] of EDGES) {
-      const a = where[child], p = where[parent];
-      const x0 = a.x + RW, y0 = a.cy, x1 = p.x - GAP - 2 * R, y1 = p.cy; // into the op circle's left side
-      const mid = (x0 + x1) / 2;
-      edges.appendChild(el("path", { d: `M ${x0} ${y0} C ${mid} ${y0}, ${mid} ${y1}, ${x1} ${y1}`, ...arrow }));
+      edges.appendChild(el("path", { d: curve(where[child].out, where[parent].into, layout.across), ...arrow }));
     }
     const refs = {};
-    for (const [name, , , op] of NODES) {
-      const w = where[name];
+    for (const [name, w] of Object.entries(where)) {
       const g = el("g", { class: "bp-neuron-node", "data-node": name });
-      if (op) {
-        const cx = w.x - GAP - R;
-        edges.appendChild(el("path", { d: `M ${cx + R} ${w.cy} L ${w.x} ${w.cy}`, ...arrow }));
-        g.appendChild(el("circle", { cx, cy: w.cy, r: R, class: "bp-neuron-op" }));
-        g.appendChild(el("text", { x: cx, y: w.cy, class: op.length > 1 ? "bp-neuron-optext bp-neuron-long" : "bp-neuron-optext" }, op));
+      if (w.op) {
+        edges.appendChild(el("path", { d: `M ${w.opOut.join(" ")} L ${w.recordIn.join(" ")}`, ...arrow }));
+        g.appendChild(el("circle", { cx: w.cx, cy: w.cy, r: R, class: "bp-neuron-op" }));
+        const long = w.op.length > 1 ? " bp-neuron-long" : "";
+        g.appendChild(el("text", { x: w.cx, y: w.cy, class: `bp-neuron-optext${long}` }, w.op));
       }
-      g.appendChild(el("rect", { x: w.x, y: w.y, width: RW, height: RH, rx: 4, class: "bp-neuron-record" }));
-      g.appendChild(el("line", { x1: w.x, y1: w.y + 20, x2: w.x + RW, y2: w.y + 20, class: "bp-neuron-rule" }));
-      g.appendChild(el("text", { x: w.x + RW / 2, y: w.y + 10, class: "bp-neuron-label" }, name));
+      g.appendChild(el("rect", { x: w.x, y: w.y, width: w.rw, height: RH, rx: 4, class: "bp-neuron-record" }));
+      g.appendChild(el("line", { x1: w.x, y1: w.y + 20, x2: w.x + w.rw, y2: w.y + 20, class: "bp-neuron-rule" }));
+      g.appendChild(el("text", { x: w.x + w.rw / 2, y: w.y + 10, class: "bp-neuron-label" }, name));
       const data = el("text", { x: w.x + 6, y: w.y + 32, class: "bp-neuron-field" });
       data.appendChild(el("tspan", { class: "bp-neuron-key" }, "data "));
       const dataValue = el("tspan", { class: "bp-np-data" });
@@ -215,10 +243,20 @@
     });
     controls.appendChild(reset);
 
-    const { svg, refs } = drawGraph(`bp-neuron-arrow-${++count}`);
     const figure = document.createElement("div");
     figure.className = "bp-neuron-figure";
-    figure.appendChild(svg);
+    const markerId = `bp-neuron-arrow-${++count}`;
+    let refs = {}, shape = "";
+    // the picture follows the column's width: a phone turned sideways gets the wide one back
+    function draw() {
+      const want = root.clientWidth && root.clientWidth < NARROW ? "tall" : "wide";
+      if (want === shape) return false;
+      shape = want;
+      const drawn = drawGraph(LAYOUTS[want], markerId);
+      figure.replaceChildren(drawn.svg);
+      refs = drawn.refs;
+      return true;
+    }
     const summary = document.createElement("p");
     summary.className = "bp-neuron-summary";
     summary.setAttribute("aria-live", "polite");
@@ -235,7 +273,9 @@
       const o = nodes.o.data;
       summary.textContent = `n = ${fmt(nodes.n.data)}, o = tanh(n) = ${fmt(o)}, do/dn = 1 − o² = ${fmt(1 - o * o)}`;
     }
+    draw();
     update();
+    if (window.ResizeObserver) new ResizeObserver(() => draw() && update()).observe(root);
   }
 
   function wire() {
