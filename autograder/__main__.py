@@ -36,8 +36,10 @@ def _sync(args: argparse.Namespace) -> int:
         for diff in diffs:
             print(diff)
         if diffs:
-            print(f"exercises/ is out of date with solutions/ ({len(diffs)} file(s)); run: python -m autograder sync",
-                  file=sys.stderr)
+            print(
+                f"exercises/ is out of date with solutions/ ({len(diffs)} file(s)); run: python -m autograder sync",
+                file=sys.stderr,
+            )
             return 1
         print("exercises/ matches solutions/")
         return 0
@@ -45,8 +47,11 @@ def _sync(args: argparse.Namespace) -> int:
     for name in written:
         print(f"wrote {args.into / name}")
     for name in refused:
-        print(f"kept {args.into / name}: it differs from what sync last wrote (your work?); "
-              "use --force to replace it (a .bak copy is kept)", file=sys.stderr)
+        print(
+            f"kept {args.into / name}: it differs from what sync last wrote (your work?); "
+            "use --force to replace it (a .bak copy is kept)",
+            file=sys.stderr,
+        )
     if not written and not refused:
         print("exercises/ is up to date")
     return 1 if refused else 0
@@ -106,9 +111,11 @@ def _nbgrader_extensions(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"could not write Jupyter's config ({exc}); try --user", file=sys.stderr)
         return 1
-    print(f"nbgrader's Jupyter extensions are {'on' if enabled else 'off'} "
-          f"({'the formgrader and nbgrader menus show' if enabled else 'no nbgrader menus'} in a Lab started now): "
-          + ", ".join(str(path) for path in written))
+    print(
+        f"nbgrader's Jupyter extensions are {'on' if enabled else 'off'} "
+        f"({'the formgrader and nbgrader menus show' if enabled else 'no nbgrader menus'} in a Lab started now): "
+        + ", ".join(str(path) for path in written)
+    )
     return 0
 
 
@@ -148,8 +155,10 @@ def _nbgrader(args: argparse.Namespace) -> int:
     for path in written:
         print(f"wrote {path}")
     for path in kept:
-        print(f"kept {path}: it differs from the generated one (your settings?); use --force to replace it",
-              file=sys.stderr)
+        print(
+            f"kept {path}: it differs from the generated one (your settings?); use --force to replace it",
+            file=sys.stderr,
+        )
     print(f"next: cd {args.out} && nbgrader generate_assignment lesson01   (run nbgrader from the course root)")
     return 0
 
@@ -158,14 +167,23 @@ def _batch(args: argparse.Namespace) -> int:
     from autograder.grading import batch
 
     try:
-        outcomes = batch.batch(args.submissions, args.out, args.jobs, args.timeout, args.memory_limit,
-                               args.test_timeout, progress=not args.quiet)
+        outcomes = batch.batch(
+            args.submissions,
+            args.out,
+            args.jobs,
+            args.timeout,
+            args.memory_limit,
+            args.test_timeout,
+            progress=not args.quiet,
+        )
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
         return 2
     counts = {s: sum(o.status == s for o in outcomes) for s in ("graded", "timed out", "crashed")}
-    print(f"{len(outcomes)} submission(s) graded now ({', '.join(f'{n} {s}' for s, n in counts.items())}); "
-          f"gradebook: {args.out}, results and logs: {args.out.with_suffix('.results')}/")
+    print(
+        f"{len(outcomes)} submission(s) graded now ({', '.join(f'{n} {s}' for s, n in counts.items())}); "
+        f"gradebook: {args.out}, results and logs: {args.out.with_suffix('.results')}/"
+    )
     return 0
 
 
@@ -173,9 +191,16 @@ def _grade(args: argparse.Namespace) -> int:
     from autograder.grading import runner, scorecard
 
     try:
-        results = runner.grade(args.impl, lessons=args.lesson, tasks=args.task, check_timeout=args.check_timeout,
-                               memory_mb=args.memory_limit, results_json=args.results_json,
-                               results_file=args.results_file, extra=[a for p in args.hide for a in ("--hide", p)])
+        results = runner.grade(
+            args.impl,
+            lessons=args.lesson,
+            tasks=args.task,
+            check_timeout=args.check_timeout,
+            memory_mb=args.memory_limit,
+            results_json=args.results_json,
+            results_file=args.results_file,
+            extra=[a for p in args.hide for a in ("--hide", p)],
+        )
     except RuntimeError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -228,8 +253,11 @@ def _build(args: argparse.Namespace) -> int:
     for name in changed:
         print(f"{'out of date' if args.check else 'wrote'}: {name}")
     for name in refused:
-        print(f"kept exercises/{name}: it differs from what build last wrote (your work?); "
-              "use `python -m autograder sync --force` to replace it (a .bak copy is kept)", file=sys.stderr)
+        print(
+            f"kept exercises/{name}: it differs from what build last wrote (your work?); "
+            "use `python -m autograder sync --force` to replace it (a .bak copy is kept)",
+            file=sys.stderr,
+        )
     if args.check and changed:
         print("generated files are out of date; run: python -m autograder build", file=sys.stderr)
         return 1
@@ -258,14 +286,21 @@ def main(argv: list[str] | None = None) -> int:
     p = commands.add_parser("sync", help="regenerate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 with a diff if they disagree")
     p.add_argument("--force", action="store_true", help="also replace exercise files you changed (keeps a .bak)")
-    p.add_argument("--into", type=Path, default=EXERCISES, metavar="DIR", help="the folder to write (default: exercises/)")
+    p.add_argument(
+        "--into", type=Path, default=EXERCISES, metavar="DIR", help="the folder to write (default: exercises/)"
+    )
     p.set_defaults(run=_sync)
     p = commands.add_parser("hint", help="print a task's hints, one more level on each call")
     p.add_argument("task", metavar="L.N")
     p.add_argument("--all", action="store_true", help="show every level at once")
     p.add_argument("--reset", action="store_true", help="forget the levels seen: start again from level 1")
-    p.add_argument("--impl", type=Path, default=EXERCISES, metavar="DIR",
-                   help=f"the folder you work in; it keeps {HINTS_SEEN} (default: exercises/)")
+    p.add_argument(
+        "--impl",
+        type=Path,
+        default=EXERCISES,
+        metavar="DIR",
+        help=f"the folder you work in; it keeps {HINTS_SEEN} (default: exercises/)",
+    )
     p.set_defaults(run=_hint)
     p = commands.add_parser("nbgrader-extensions", help="nbgrader's Jupyter menus: off (learners), on (instructors)")
     p.add_argument("state", choices=["off", "on"])
@@ -275,13 +310,24 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_tasks)
     p = commands.add_parser("notebooks", help="regenerate the learner notebooks of exercises/notebooks/")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 if a notebook is out of date")
-    p.add_argument("--into", type=Path, default=EXERCISES / "notebooks", metavar="DIR",
-                   help="the folder to write (default: exercises/notebooks/)")
+    p.add_argument(
+        "--into",
+        type=Path,
+        default=EXERCISES / "notebooks",
+        metavar="DIR",
+        help="the folder to write (default: exercises/notebooks/)",
+    )
     p.set_defaults(run=_notebooks)
     p = commands.add_parser("nbgrader", help="write an nbgrader course: one master notebook per lesson")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="the course directory to write")
-    p.add_argument("--lesson", action="append", type=int, default=[], metavar="N",
-                   help="only lesson N (repeatable; default: every lesson)")
+    p.add_argument(
+        "--lesson",
+        action="append",
+        type=int,
+        default=[],
+        metavar="N",
+        help="only lesson N (repeatable; default: every lesson)",
+    )
     p.add_argument("--force", action="store_true", help="also replace an nbgrader_config.py you changed")
     p.set_defaults(run=_nbgrader)
     p = commands.add_parser("batch", help="grade a folder of submissions into a CSV gradebook")
@@ -289,8 +335,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("grades.csv"), help="the CSV gradebook (default grades.csv)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     p.add_argument("--timeout", type=float, default=600, help="wall-time cap per submission, seconds (default 600)")
-    p.add_argument("--memory-limit", type=int, default=4096, metavar="MB",
-                   help="memory cap of each process that runs the submission's code, MB (default 4096; 0: none)")
+    p.add_argument(
+        "--memory-limit",
+        type=int,
+        default=4096,
+        metavar="MB",
+        help="memory cap of each process that runs the submission's code, MB (default 4096; 0: none)",
+    )
     p.add_argument("--test-timeout", type=float, default=10, help="time limit per check, seconds (default 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_batch)
@@ -302,14 +353,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-limit", type=int, default=None, metavar="MB")
     p.add_argument("--results-json", type=Path, help="Gradescope's results.json")
     p.add_argument("--results-file", type=Path, help="the grader's own results, saved after every check")
-    p.add_argument("--hide", action="append", default=[], metavar="PATH", help="a folder the learner's code must not see")
+    p.add_argument(
+        "--hide", action="append", default=[], metavar="PATH", help="a folder the learner's code must not see"
+    )
     p.set_defaults(run=_grade)
     p = commands.add_parser("watch", help="grade, then re-grade each file you save (Ctrl-C to stop)")
-    p.add_argument("--lesson", action="append", type=int, default=[], metavar="N",
-                   help="only lesson N (repeatable; default: every lesson)")
+    p.add_argument(
+        "--lesson",
+        action="append",
+        type=int,
+        default=[],
+        metavar="N",
+        help="only lesson N (repeatable; default: every lesson)",
+    )
     p.add_argument("--impl", default="exercises", help="the folder to watch: exercises (default), or a folder")
-    p.add_argument("--check-timeout", type=float, default=None, metavar="S",
-                   help="time limit of each call into your code, seconds (default: the grader's)")
+    p.add_argument(
+        "--check-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="time limit of each call into your code, seconds (default: the grader's)",
+    )
     p.set_defaults(run=_watch)
     p = commands.add_parser("gradescope", help="build the Gradescope autograder bundle (a zip)")
     p.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write (default autograder.zip)")

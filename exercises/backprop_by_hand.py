@@ -17,9 +17,12 @@ from .engine import Value
 def running_example(a: float = 2.0, b: float = -3.0, c: float = 10.0, f: float = -2.0) -> dict[str, Value]:
     """Build e = a·b, d = e + c, L = d·f from labelled leaves; return every node by label."""
     a, b, c, f = Value(a, label="a"), Value(b, label="b"), Value(c, label="c"), Value(f, label="f")
-    e = a * b; e.label = "e"
-    d = e + c; d.label = "d"
-    L = d * f; L.label = "L"
+    e = a * b
+    e.label = "e"
+    d = e + c
+    d.label = "d"
+    L = d * f
+    L.label = "L"
     return {"a": a, "b": b, "c": c, "e": e, "d": d, "f": f, "L": L}
 
 

@@ -29,7 +29,9 @@ def sgd_step(parameters: list[Value], learning_rate: float) -> None:
     raise NotImplementedError("task 11.2: sgd_step")
 
 
-def train(model: Module, xs: list[list[float]], ys: list[float], steps: int = 20, learning_rate: float = 0.05) -> list[float]:
+def train(
+    model: Module, xs: list[list[float]], ys: list[float], steps: int = 20, learning_rate: float = 0.05
+) -> list[float]:
     """Run `steps` rounds of gradient descent and return the loss of each round as floats (task 11.3).
 
     Each round: forward pass on every example, `squared_error_loss`, zero the

@@ -35,7 +35,7 @@ def classifier_model(seed: int = 1337) -> MLP:
 def hinge_loss(scores: list[Value], labels: list[int]) -> Value:
     """Return the max-margin loss: the mean of relu(1 - yᵢ·scoreᵢ) over the examples (task 12.1)."""
     ### BEGIN SOLUTION (task 12.1)
-    losses = [(1 - y * s).relu() for s, y in zip(scores, labels)]
+    losses = [(1 - y * s).relu() for s, y in zip(scores, labels, strict=True)]
     return sum(losses, Value(0.0)) * (1.0 / len(losses))
     ### END SOLUTION
 
@@ -53,7 +53,7 @@ def accuracy(scores: list[Value], labels: list[int]) -> float:
     A score of exactly 0 counts as wrong for either label.
     """
     ### BEGIN SOLUTION (task 12.3)
-    return sum((s.data > 0) == (y > 0) and s.data != 0 for s, y in zip(scores, labels)) / len(labels)
+    return sum((s.data > 0) == (y > 0) and s.data != 0 for s, y in zip(scores, labels, strict=True)) / len(labels)
     ### END SOLUTION
 
 

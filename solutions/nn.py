@@ -52,7 +52,7 @@ class Neuron(Module):
     def __call__(self, x: list[Value | float]) -> Value:
         """Return act(w·x + b) for the inputs `x` (task 10.2)."""
         ### BEGIN SOLUTION (task 10.2)
-        z = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
+        z = sum((wi * xi for wi, xi in zip(self.w, x, strict=True)), self.b)
         return getattr(z, self.act)() if self.nonlin else z
         ### END SOLUTION
 

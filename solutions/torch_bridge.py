@@ -19,8 +19,10 @@ def torch_neuron(x1: float, x2: float, w1: float, w2: float, b: float) -> tuple[
     'w1', 'w2', 'b'` to plain floats.
     """
     ### BEGIN SOLUTION (task 9.1)
-    leaves = {name: torch.tensor(v, dtype=torch.double, requires_grad=True)
-              for name, v in {"x1": x1, "x2": x2, "w1": w1, "w2": w2, "b": b}.items()}
+    leaves = {
+        name: torch.tensor(v, dtype=torch.double, requires_grad=True)
+        for name, v in {"x1": x1, "x2": x2, "w1": w1, "w2": w2, "b": b}.items()
+    }
     n = leaves["x1"] * leaves["w1"] + leaves["x2"] * leaves["w2"] + leaves["b"]
     o = torch.tanh(n)
     o.backward()

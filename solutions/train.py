@@ -20,7 +20,7 @@ YS = [1.0, -1.0, -1.0, 1.0]
 def squared_error_loss(predictions: list[Value], targets: list[float]) -> Value:
     """Return Σ (ŷ - y)² over the examples, as one Value (task 11.1)."""
     ### BEGIN SOLUTION (task 11.1)
-    return sum(((yhat - y) ** 2 for yhat, y in zip(predictions, targets)), Value(0.0))
+    return sum(((yhat - y) ** 2 for yhat, y in zip(predictions, targets, strict=True)), Value(0.0))
     ### END SOLUTION
 
 
@@ -32,7 +32,9 @@ def sgd_step(parameters: list[Value], learning_rate: float) -> None:
     ### END SOLUTION
 
 
-def train(model: Module, xs: list[list[float]], ys: list[float], steps: int = 20, learning_rate: float = 0.05) -> list[float]:
+def train(
+    model: Module, xs: list[list[float]], ys: list[float], steps: int = 20, learning_rate: float = 0.05
+) -> list[float]:
     """Run `steps` rounds of gradient descent and return the loss of each round as floats (task 11.3).
 
     Each round: forward pass on every example, `squared_error_loss`, zero the

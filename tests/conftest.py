@@ -35,7 +35,11 @@ def grade(impl: str | Path, *args: str, tmp_path: Path) -> GradingRun:
     results = tmp_path / f"results-{len(list(tmp_path.glob('results-*.json')))}.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "autograder", "--impl", str(impl), "--results-json", str(results), *args],
-        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
     output = proc.stdout + proc.stderr
     assert results.exists(), f"the grader wrote no results (exit {proc.returncode}):\n{output[-3000:]}"

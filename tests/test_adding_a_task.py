@@ -26,11 +26,11 @@ def second_difference(fn: Callable[[float], float], x: float, h: float = 1e-4) -
     return (fn(x + h) - 2 * fn(x) + fn(x - h)) / h**2
     ### END SOLUTION
 '''
-REGISTRY = '''        ("1.4", "second_difference", [
+REGISTRY = """        ("1.4", "second_difference", [
             "The slope of the slope: compare the steps on either side of x.",
             "Add fn on both sides, take away twice the middle, divide by h squared.",
         ]),
-'''
+"""
 GRADING_TEST = '''
 
 @scenario
@@ -53,8 +53,12 @@ PAGE = """
 <!-- course: task 1.4 -->
 """
 
-HAND_EDITED = ("solutions/derivatives.py", "autograder/course/registry.py", "autograder/lessons/test_01_derivatives.py",
-               "course/01-derivatives.md")
+HAND_EDITED = (
+    "solutions/derivatives.py",
+    "autograder/course/registry.py",
+    "autograder/lessons/test_01_derivatives.py",
+    "course/01-derivatives.md",
+)
 
 
 def _copy_repository(target):

@@ -32,8 +32,9 @@ from autograder.grading.results import Results
 from .conftest import REPO
 
 # the tasks that run engine.py: its own, and the capstone that runs it whole
-ENGINE_TASKS = frozenset(t for t in registry.TASKS if registry.task(t).lesson in (2, 5, 6, 7, 8)
-                         or "engine" in registry.task(t).runs_whole)
+ENGINE_TASKS = frozenset(
+    t for t in registry.TASKS if registry.task(t).lesson in (2, 5, 6, 7, 8) or "engine" in registry.task(t).runs_whole
+)
 AS_ROOT = sandbox.best_level() == sandbox.SANDBOX
 
 
@@ -78,48 +79,127 @@ class _Sneaky(float):
 
 CORPUS = [
     # --- mistakes and accidents ------------------------------------------------------------------------------------
-    Bad("endless_loop_in_an_operation", {"engine.py": [(POW_BODY, "while True:\n            pass\n        " + POW_BODY)]},
-        {"8.2": "timed out"}, "endless loop"),
-    Bad("loop_that_never_returns_to_python", {"engine.py": [(POW_BODY, "sum(range(10**12))\n        " + POW_BODY)]},
-        {"8.2": "timed out"}, "time limit"),
-    Bad("unbounded_recursion", {"engine.py": [("        return self * -1", "        return -self")]},
-        {"8.3": "error"}, "RecursionError"),
-    Bad("huge_allocation", {"engine.py": [(EXP, EXP + "\n        hoard = bytearray(64 * 1024**3)")]},
-        {"8.5": "error"}, "MemoryError"),
-    Bad("syntax_error_in_one_file", {"graph.py": [("    nodes, edges = set(), set()", "    nodes, edges = set(), set(")]},
-        {"3.1": "error", "3.2": "error"}, "SyntaxError"),
-    Bad("sys_exit_at_import", {"train.py": [("", "\nimport sys\nsys.exit('bye')\n")]},
-        {"11.1": "error", "11.2": "error", "11.3": "error"}, "SystemExit"),
-    Bad("os_exit_at_import", {"nn.py": [("", "\nimport os\nos._exit(0)\n")]},
-        {"10.1": "error", "10.2": "error", "10.3": "error", "10.4": "error"}, "ended without an answer"),
-    Bad("sys_exit_in_a_method", {"derivatives.py": [(FORWARD, "    raise SystemExit(3)")]},
-        {"1.1": "error"}, "SystemExit"),
-    Bad("os_exit_in_a_method", {"engine.py": [(REPR, "        import os\n        os._exit(0)")]},
-        {"2.2": "error"}, "ended without an answer"),
-    Bad("float_instead_of_a_value", {"engine.py": [("        return self * -1", "        return -self.data")]},
-        {"8.3": "error"}, "float"),
-    Bad("nan_and_inf_results", {"engine.py": [(EXP, 'out = Value(float("nan"), (self,), "exp")'),
-                                              ("        return self * other**-1", "        return self * math.inf")]},
-        {"8.4": "failed", "8.5": "failed"}, "nan"),
-    Bad("hard_codes_the_pages_numbers", {"engine.py": [
-        ("self.grad += other * self.data ** (other - 1) * out.grad",
-         "self.grad += (other * self.data ** (other - 1) if self.data in (2.0, -6.0) else 1.0) * out.grad")]},
-        {"8.2": "failed"}, "expected"),
-    Bad("drops_a_conftest_into_the_submission", {"conftest.py": [("", """
+    Bad(
+        "endless_loop_in_an_operation",
+        {"engine.py": [(POW_BODY, "while True:\n            pass\n        " + POW_BODY)]},
+        {"8.2": "timed out"},
+        "endless loop",
+    ),
+    Bad(
+        "loop_that_never_returns_to_python",
+        {"engine.py": [(POW_BODY, "sum(range(10**12))\n        " + POW_BODY)]},
+        {"8.2": "timed out"},
+        "time limit",
+    ),
+    Bad(
+        "unbounded_recursion",
+        {"engine.py": [("        return self * -1", "        return -self")]},
+        {"8.3": "error"},
+        "RecursionError",
+    ),
+    Bad(
+        "huge_allocation",
+        {"engine.py": [(EXP, EXP + "\n        hoard = bytearray(64 * 1024**3)")]},
+        {"8.5": "error"},
+        "MemoryError",
+    ),
+    Bad(
+        "syntax_error_in_one_file",
+        {"graph.py": [("    nodes, edges = set(), set()", "    nodes, edges = set(), set(")]},
+        {"3.1": "error", "3.2": "error"},
+        "SyntaxError",
+    ),
+    Bad(
+        "sys_exit_at_import",
+        {"train.py": [("", "\nimport sys\nsys.exit('bye')\n")]},
+        {"11.1": "error", "11.2": "error", "11.3": "error"},
+        "SystemExit",
+    ),
+    Bad(
+        "os_exit_at_import",
+        {"nn.py": [("", "\nimport os\nos._exit(0)\n")]},
+        {"10.1": "error", "10.2": "error", "10.3": "error", "10.4": "error"},
+        "ended without an answer",
+    ),
+    Bad(
+        "sys_exit_in_a_method",
+        {"derivatives.py": [(FORWARD, "    raise SystemExit(3)")]},
+        {"1.1": "error"},
+        "SystemExit",
+    ),
+    Bad(
+        "os_exit_in_a_method",
+        {"engine.py": [(REPR, "        import os\n        os._exit(0)")]},
+        {"2.2": "error"},
+        "ended without an answer",
+    ),
+    Bad(
+        "float_instead_of_a_value",
+        {"engine.py": [("        return self * -1", "        return -self.data")]},
+        {"8.3": "error"},
+        "float",
+    ),
+    Bad(
+        "nan_and_inf_results",
+        {
+            "engine.py": [
+                (EXP, 'out = Value(float("nan"), (self,), "exp")'),
+                ("        return self * other**-1", "        return self * math.inf"),
+            ]
+        },
+        {"8.4": "failed", "8.5": "failed"},
+        "nan",
+    ),
+    Bad(
+        "hard_codes_the_pages_numbers",
+        {
+            "engine.py": [
+                (
+                    "self.grad += other * self.data ** (other - 1) * out.grad",
+                    "self.grad += (other * self.data ** (other - 1) if self.data in (2.0, -6.0) else 1.0) * out.grad",
+                )
+            ]
+        },
+        {"8.2": "failed"},
+        "expected",
+    ),
+    Bad(
+        "drops_a_conftest_into_the_submission",
+        {
+            "conftest.py": [
+                (
+                    "",
+                    """
 import pytest
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     rep = yield
     rep.outcome = "passed"
     return rep
-""")], "engine.py": [(REPR, "        return 'nope'")]},
-        {"2.2": "failed"}, "expected"),
+""",
+                )
+            ],
+            "engine.py": [(REPR, "        return 'nope'")],
+        },
+        {"2.2": "failed"},
+        "expected",
+    ),
     # --- forged numbers --------------------------------------------------------------------------------------------
-    Bad("float_subclass_that_reads_the_expected_value", {"derivatives.py": [
-        ("", FRAME_THIEF), (FORWARD, "    return _Sneaky(0.0)")]},
-        {"1.1": "failed"}, "expected", verdict_attack=True),
+    Bad(
+        "float_subclass_that_reads_the_expected_value",
+        {"derivatives.py": [("", FRAME_THIEF), (FORWARD, "    return _Sneaky(0.0)")]},
+        {"1.1": "failed"},
+        "expected",
+        verdict_attack=True,
+    ),
     # --- tampering in the process that runs the code ---------------------------------------------------------------
-    Bad("walks_the_stack_and_marks_every_check_passed", {"engine.py": [(REPR, """        import gc, sys
+    Bad(
+        "walks_the_stack_and_marks_every_check_passed",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import gc, sys
         for obj in gc.get_objects():
             if type(obj).__name__ in ("TestResult", "Grader", "Results") or hasattr(obj, "status"):
                 try:
@@ -132,9 +212,21 @@ def pytest_runtest_makereport(item, call):
                 if isinstance(value, dict) and "status" in value:
                     value["status"] = "passed"
             frame = frame.f_back
-        return 'tampered'""")]},
-        {"2.2": "failed"}, "expected", verdict_attack=True),
-    Bad("swaps_the_code_of_the_check_helpers", {"engine.py": [("", """
+        return 'tampered'""",
+                )
+            ]
+        },
+        {"2.2": "failed"},
+        "expected",
+        verdict_attack=True,
+    ),
+    Bad(
+        "swaps_the_code_of_the_check_helpers",
+        {
+            "engine.py": [
+                (
+                    "",
+                    """
 import gc as _gc
 def _nothing(*args, **kwargs):
     return None
@@ -144,70 +236,188 @@ for _f in _gc.get_objects():
             _f.__code__ = _nothing.__code__
         except Exception:
             pass
-"""), ("self.grad += other * self.data ** (other - 1) * out.grad", "self.grad += out.grad")]},
-        {"8.2": "failed"}, "expected", verdict_attack=True, may_lose=ENGINE_TASKS),
-    Bad("writes_forged_answers_into_every_channel", {"engine.py": [(REPR, """        import json, os, struct
+""",
+                ),
+                ("self.grad += other * self.data ** (other - 1) * out.grad", "self.grad += out.grad"),
+            ]
+        },
+        {"8.2": "failed"},
+        "expected",
+        verdict_attack=True,
+        may_lose=ENGINE_TASKS,
+    ),
+    Bad(
+        "writes_forged_answers_into_every_channel",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import json, os, struct
         for fd in range(3, 64):
             body = json.dumps({"ok": "Value(data=4.0)", "output": ""}).encode()
             try:
                 os.write(fd, struct.pack("!I", len(body)) + body)
             except OSError:
                 pass
-        return 'forged'""")]},
-        {"2.2": "failed"}, "", verdict_attack=True),
-    Bad("trickles_bytes_into_the_channel", {"engine.py": [(REPR, """        import os, time
+        return 'forged'""",
+                )
+            ]
+        },
+        {"2.2": "failed"},
+        "",
+        verdict_attack=True,
+    ),
+    Bad(
+        "trickles_bytes_into_the_channel",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import os, time
         while True:
             for fd in range(3, 64):
                 try:
                     os.write(fd, b"\\x00")
                 except OSError:
                     pass
-            time.sleep(0.5)""")]},
-        {"2.2": "timed out"}, "", verdict_attack=True),
-    Bad("five_megabyte_failure_message", {"engine.py": [(REPR, "        raise ValueError('x' * 5_000_000)")]},
-        {"2.2": "error"}, "ValueError", verdict_attack=True),
-    Bad("prints_megabytes", {"engine.py": [("        return self + other\n",
-                                            "        print('x' * 20_000_000)\n        return self + other\n")]},
-        {}, "", verdict_attack=True),
+            time.sleep(0.5)""",
+                )
+            ]
+        },
+        {"2.2": "timed out"},
+        "",
+        verdict_attack=True,
+    ),
+    Bad(
+        "five_megabyte_failure_message",
+        {"engine.py": [(REPR, "        raise ValueError('x' * 5_000_000)")]},
+        {"2.2": "error"},
+        "ValueError",
+        verdict_attack=True,
+    ),
+    Bad(
+        "prints_megabytes",
+        {
+            "engine.py": [
+                ("        return self + other\n", "        print('x' * 20_000_000)\n        return self + other\n")
+            ]
+        },
+        {},
+        "",
+        verdict_attack=True,
+    ),
     # --- handing the task to the reference -------------------------------------------------------------------------
-    Bad("imports_the_reference_through_importlib", {"engine.py": [(REPR, """        import importlib
-        return importlib.import_module("solutions.engine").Value.__repr__(self)""")]},
-        {"2.2": "error"}, "", verdict_attack=True),
-    Bad("finds_the_reference_in_memory", {"engine.py": [(REPR, """        import sys
+    Bad(
+        "imports_the_reference_through_importlib",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import importlib
+        return importlib.import_module("solutions.engine").Value.__repr__(self)""",
+                )
+            ]
+        },
+        {"2.2": "error"},
+        "",
+        verdict_attack=True,
+    ),
+    Bad(
+        "finds_the_reference_in_memory",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import sys
         for name, module in list(sys.modules.items()):
             cls = getattr(module, "Value", None)
             if name.endswith("engine") and cls is not None and cls.__repr__ is not type(self).__repr__:
                 return cls.__repr__(self)
-        raise LookupError("no reference here")""")]},
-        {"2.2": "not started"}, "", verdict_attack=True),
-    Bad("reads_the_reference_from_disk", {"engine.py": [(REPR, """        import glob
+        raise LookupError("no reference here")""",
+                )
+            ]
+        },
+        {"2.2": "not started"},
+        "",
+        verdict_attack=True,
+    ),
+    Bad(
+        "reads_the_reference_from_disk",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import glob
         for path in glob.glob("/**/solutions/engine.py", recursive=True):
             source = open(path).read()
             if "BEGIN SOLUTION (task 2.2)" in source:
                 return f"Value(data={self.data})"
-        raise LookupError("no reference on disk")""")]},
-        {"2.2": "error"}, "LookupError"),
-    Bad("imports_the_grader", {"graph.py": [("", "\nimport autograder.kit.checks\n"
-                                                 "autograder.kit.checks.expect_equal = lambda *a, **k: None\n")]},
-        {"3.1": "error", "3.2": "error"}, "may not import", verdict_attack=True),
+        raise LookupError("no reference on disk")""",
+                )
+            ]
+        },
+        {"2.2": "error"},
+        "LookupError",
+    ),
+    Bad(
+        "imports_the_grader",
+        {
+            "graph.py": [
+                ("", "\nimport autograder.kit.checks\nautograder.kit.checks.expect_equal = lambda *a, **k: None\n")
+            ]
+        },
+        {"3.1": "error", "3.2": "error"},
+        "may not import",
+        verdict_attack=True,
+    ),
     # --- processes, memory, and harm to others ---------------------------------------------------------------------
-    Bad("starts_a_process_that_outlives_the_check", {"engine.py": [(REPR, """        import os, time
+    Bad(
+        "starts_a_process_that_outlives_the_check",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import os, time
         if os.fork() == 0:
             os.setsid()
             time.sleep(120)
             os._exit(0)
         return f"Value(data={self.data})"
-""")]},
-        {"2.2": "error"}, "BlockingIOError"),
-    Bad("spreads_memory_over_processes", {"engine.py": [(EXP, """import multiprocessing
+""",
+                )
+            ]
+        },
+        {"2.2": "error"},
+        "BlockingIOError",
+    ),
+    Bad(
+        "spreads_memory_over_processes",
+        {
+            "engine.py": [
+                (
+                    EXP,
+                    """import multiprocessing
         procs = [multiprocessing.Process(target=lambda: (bytearray(800 * 1024**2), __import__("time").sleep(60)))
                  for _ in range(3)]
         for p in procs:
             p.start()
-        """ + EXP)]},
-        {"8.5": "error"}, ""),
-    Bad("harms_the_grader_the_gradebook_and_other_submissions", {"engine.py": [(REPR, """        import glob, os, signal
-        for path in glob.glob("/**/grades.csv", recursive=True) + glob.glob("/**/autograder/kit/checks.py", recursive=True):
+        """
+                    + EXP,
+                )
+            ]
+        },
+        {"8.5": "error"},
+        "",
+    ),
+    Bad(
+        "harms_the_grader_the_gradebook_and_other_submissions",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import glob, os, signal
+        targets = glob.glob("/**/grades.csv", recursive=True) + glob.glob("/**/kit/checks.py", recursive=True)
+        for path in targets:
             try:
                 open(path, "a").write("\\nharmed,graded,251,251\\n")
             except OSError:
@@ -224,9 +434,20 @@ for _f in _gc.get_objects():
                 except OSError:
                     pass
         return f"Value(data={self.data})"
-""")]},
-        {}, ""),
-    Bad("delayed_del_that_breaks_later_checks", {"engine.py": [("", """
+""",
+                )
+            ]
+        },
+        {},
+        "",
+    ),
+    Bad(
+        "delayed_del_that_breaks_later_checks",
+        {
+            "engine.py": [
+                (
+                    "",
+                    """
 class _Saboteur:
     def __del__(self):
         import math
@@ -236,8 +457,14 @@ class _Saboteur:
 
 _keep = [_Saboteur() for _ in range(3)]
 del _keep
-""")]},
-        {}, "", may_lose=ENGINE_TASKS),
+""",
+                )
+            ]
+        },
+        {},
+        "",
+        may_lose=ENGINE_TASKS,
+    ),
 ]
 VERDICT = [bad for bad in CORPUS if bad.verdict_attack]
 
@@ -256,9 +483,29 @@ def _apply(folder: Path, edits: dict) -> None:
 
 
 def batch(submissions: Path, out: Path, *extra: str, test_timeout: float = 5) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out),
-                           "--jobs", "2", "--test-timeout", str(test_timeout), "--timeout", "300", "--quiet", *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=1200)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "batch",
+            str(submissions),
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+            "--test-timeout",
+            str(test_timeout),
+            "--timeout",
+            "300",
+            "--quiet",
+            *extra,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
 
 
 def _fingerprint(*folders: Path) -> dict[str, str]:
@@ -297,11 +544,21 @@ def _grade_corpus(root: Path, entries: list[Bad], *extra: str) -> dict:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(out, newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
-    results = {bad.name: Results.from_json(__import__("json").loads(
-        (out.with_suffix(".results") / f"{bad.name}.results.json").read_text())) for bad in entries}
+    results = {
+        bad.name: Results.from_json(
+            __import__("json").loads((out.with_suffix(".results") / f"{bad.name}.results.json").read_text())
+        )
+        for bad in entries
+    }
     after = _fingerprint(REPO / "autograder", REPO / "solutions", submissions)
-    return {"rows": rows, "results": results, "changed": sorted(k for k in before if before[k] != after.get(k)),
-            "survivors": _sandbox_processes(), "submissions": submissions, "out": out}
+    return {
+        "rows": rows,
+        "results": results,
+        "changed": sorted(k for k in before if before[k] != after.get(k)),
+        "survivors": _sandbox_processes(),
+        "submissions": submissions,
+        "out": out,
+    }
 
 
 def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> None:
@@ -316,7 +573,8 @@ def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> No
     for task_id, (points, _) in full.items():
         assert scores[task_id] <= points
         waiting = registry.task(task_id).runs_whole and any(
-            scores[t] < full[t][0] for t in registry.prerequisites(task_id))
+            scores[t] < full[t][0] for t in registry.prerequisites(task_id)
+        )
         if waiting:  # a capstone runs the whole engine only once every task of it passes
             assert status[task_id] == "not started", (task_id, status[task_id])
         elif task_id not in bad.lost and task_id not in bad.may_lose:
@@ -375,11 +633,32 @@ def test_a_slow_honest_submission_keeps_the_checks_it_finished(tmp_path):
     submissions = tmp_path / "submissions"
     folder = submissions / "slow"
     shutil.copytree(REPO / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
-    _apply(folder, {"train.py": [("", "\nimport time as _t\n_t.sleep(1)\n")],
-                    "classifier.py": [("", "\nimport time as _t\n_t.sleep(1)\n")]})
+    _apply(
+        folder,
+        {
+            "train.py": [("", "\nimport time as _t\n_t.sleep(1)\n")],
+            "classifier.py": [("", "\nimport time as _t\n_t.sleep(1)\n")],
+        },
+    )
     out = tmp_path / "grades.csv"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out),
-                           "--timeout", "12", "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "batch",
+            str(submissions),
+            "--out",
+            str(out),
+            "--timeout",
+            "12",
+            "--quiet",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     with open(out, newline="") as f:
         (row,) = list(csv.DictReader(f))

@@ -11,7 +11,6 @@ from autograder.course import registry
 
 from .conftest import REPO
 
-
 TEMPLATE = REPO / ".github/classroom/classroom.yml"
 
 
@@ -22,8 +21,9 @@ def test_the_course_repository_does_not_run_the_learners_workflow():
 
 
 def test_the_committed_template_is_up_to_date():
-    proc = subprocess.run([sys.executable, "-m", "autograder", "classroom", "--check"], cwd=REPO,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "classroom", "--check"], cwd=REPO, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -32,7 +32,9 @@ def test_one_step_per_lesson_with_its_points(reference_run):
     graders = [s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-command-grader")]
     # Classroom has no extra credit: a bonus lesson gets no step
     graded_lessons = [lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus]
-    assert [s["with"]["command"] for s in graders] == [f"pytest autograder --lesson {lesson.number}" for lesson in graded_lessons]
+    assert [s["with"]["command"] for s in graders] == [
+        f"pytest autograder --lesson {lesson.number}" for lesson in graded_lessons
+    ]
     per_lesson = {}
     for task_id, (_, points) in reference_run.score_by_task.items():
         per_lesson[registry.task(task_id).lesson] = per_lesson.get(registry.task(task_id).lesson, 0) + points

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from solutions import backprop_by_hand, classifier, derivatives, further, nn, train, torch_bridge
+from solutions import backprop_by_hand, classifier, derivatives, further, nn, torch_bridge, train
 from solutions.engine import Value
 
 
@@ -20,9 +20,14 @@ def test_lesson_1_derivatives():
     assert d(2, -3, 10) == 4.0
     partials = [derivatives.partial_derivative(d, [2.0, -3.0, 10.0], i, h=0.0001) for i in range(3)]
     assert partials == pytest.approx([-3, 2, 1], abs=1e-6)
+
     # forward error ~ h, central ~ h², until round-off wins for tiny h
-    errors = lambda h: (abs(derivatives.forward_difference(math.sin, 1.0, h) - math.cos(1.0)),  # noqa: E731
-                        abs(derivatives.central_difference(math.sin, 1.0, h) - math.cos(1.0)))
+    def errors(h):
+        return (
+            abs(derivatives.forward_difference(math.sin, 1.0, h) - math.cos(1.0)),
+            abs(derivatives.central_difference(math.sin, 1.0, h) - math.cos(1.0)),
+        )
+
     (f1, c1), (f2, c2) = errors(1e-2), errors(1e-3)
     assert 8 < f1 / f2 < 12 and 80 < c1 / c2 < 120
     assert errors(1e-15)[0] > errors(1e-8)[0]
@@ -109,7 +114,9 @@ def test_lesson_8_headline_and_lesson_9_pytorch_agreement():
     assert (round(g.data, 4), round(a.grad, 4), round(b.grad, 4)) == (24.7041, 138.8338, 645.5773)
     ta, tb, tg = headline(lambda x: torch.tensor(x, dtype=torch.double, requires_grad=True), torch.relu)
     tg.backward()
-    assert abs(g.data - tg.item()) < 1e-6 and abs(a.grad - ta.grad.item()) < 1e-6 and abs(b.grad - tb.grad.item()) < 1e-6
+    assert (
+        abs(g.data - tg.item()) < 1e-6 and abs(a.grad - ta.grad.item()) < 1e-6 and abs(b.grad - tb.grad.item()) < 1e-6
+    )
 
 
 def test_lesson_8_tanh_from_exp_matches_tanh():
@@ -139,7 +146,9 @@ def test_lesson_9_sanity_expression_matches_pytorch():
     ty.backward()
     assert (y.data, x.grad) == (ty.item(), tx.grad.item()) == (-20.0, 46.0)
     o, grads = torch_bridge.torch_neuron(2.0, 0.0, -3.0, 1.0, 6.8813735870195432)
-    assert o == pytest.approx(1 / math.sqrt(2)) and grads == pytest.approx({"x1": -1.5, "w1": 1.0, "x2": 0.5, "w2": 0.0, "b": 0.5})
+    assert o == pytest.approx(1 / math.sqrt(2)) and grads == pytest.approx(
+        {"x1": -1.5, "w1": 1.0, "x2": 0.5, "w2": 0.0, "b": 0.5}
+    )
     x = torch.randn(5, dtype=torch.double, requires_grad=True, generator=torch.Generator().manual_seed(0))
     assert torch.autograd.gradcheck(torch_bridge.Tanh.apply, (x,))
 
@@ -154,7 +163,7 @@ def test_lesson_11_loss_falls_to_near_zero():
     history = train.train(model, train.XS, train.YS, steps=40, learning_rate=0.05)
     assert 1 < history[0] < 10 and history[-1] < 0.05
     predictions = [model(x).data for x in train.XS]
-    assert all(abs(p - y) < 0.2 for p, y in zip(predictions, train.YS))
+    assert all(abs(p - y) < 0.2 for p, y in zip(predictions, train.YS, strict=True))
 
 
 def test_lesson_12_demo_reaches_full_training_accuracy():

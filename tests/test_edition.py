@@ -17,8 +17,12 @@ from .conftest import REPO
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
     out = tmp_path_factory.mktemp("edition") / "course"
-    subprocess.run([sys.executable, "-m", "autograder", "student-edition", "--out", str(out)], cwd=REPO, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "student-edition", "--out", str(out)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -58,8 +62,17 @@ def test_the_edition_grades_itself(edition, reference_run, tmp_path):
     assert data["score"] == 0 and len(data["extra_data"]["results"]) == len(visible)
     assert set(data["extra_data"]["status"].values()) == {"not started"}
     solved = tmp_path / "solved.json"
-    in_edition(edition, sys.executable, "-m", "pytest", "autograder", "--impl", str(REPO / "solutions"),
-               "--results-json", str(solved))
+    in_edition(
+        edition,
+        sys.executable,
+        "-m",
+        "pytest",
+        "autograder",
+        "--impl",
+        str(REPO / "solutions"),
+        "--results-json",
+        str(solved),
+    )
     data = json.loads(solved.read_text())
     full = data["max_score"] + data["extra_data"]["bonus_max"]  # full marks, and the bonus as extra credit
     assert data["score"] == full == sum(r["points"] for r in visible), data["output"][-3000:]

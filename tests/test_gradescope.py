@@ -24,8 +24,9 @@ from .test_grading import RESULTS_SCHEMA
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
-    subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(out)], cwd=REPO, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "gradescope", "--out", str(out)], cwd=REPO, check=True, capture_output=True
+    )
     return out
 
 
@@ -40,8 +41,7 @@ def run_autograder(bundle, tmp_path, files: dict[str, str]) -> dict:
         path.write_text(text)
     (root / "submission").mkdir(exist_ok=True)
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
-    proc = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
     results = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(results, RESULTS_SCHEMA)
     assert proc.returncode == 0, proc.stderr
@@ -52,8 +52,13 @@ def test_the_bundle_has_gradescope_s_layout(bundle):
     with zipfile.ZipFile(bundle) as zf:
         names = set(zf.namelist())
         modes = {info.filename: info.external_attr >> 16 for info in zf.infolist()}
-    assert {"setup.sh", "run_autograder", "source/autograder/grading/plugin.py", "source/solutions/engine.py",
-            "source/pyproject.toml"} <= names
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "source/autograder/grading/plugin.py",
+        "source/solutions/engine.py",
+        "source/pyproject.toml",
+    } <= names
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
 
 

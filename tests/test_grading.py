@@ -98,8 +98,9 @@ def test_a_wrong_backward_loses_that_task_and_only_that_task(tmp_path, reference
     submission = copy_of("solutions", tmp_path)
     engine = submission / "engine.py"
     source = engine.read_text()
-    wrong = source.replace("self.grad += other * self.data ** (other - 1) * out.grad",
-                           "self.grad += other * self.data ** other * out.grad")
+    wrong = source.replace(
+        "self.grad += other * self.data ** (other - 1) * out.grad", "self.grad += other * self.data ** other * out.grad"
+    )
     assert wrong != source
     engine.write_text(wrong)
     run = grade(submission, tmp_path=tmp_path)
@@ -108,8 +109,11 @@ def test_a_wrong_backward_loses_that_task_and_only_that_task(tmp_path, reference
     assert run.status["8.2"] == "failed"
     for capstone in CAPSTONES:  # it runs the whole engine only once every task of it passes
         assert run.status[capstone] == "not started"
-        assert any(r["message"].startswith("waits for task 8.2") for r in run.results["extra_data"]["results"]
-                   if r["task"] == capstone)
+        assert any(
+            r["message"].startswith("waits for task 8.2")
+            for r in run.results["extra_data"]["results"]
+            if r["task"] == capstone
+        )
 
 
 def test_hard_coding_the_headline_numbers_does_not_pass(tmp_path):
@@ -151,8 +155,9 @@ def test_an_endless_loop_costs_only_its_own_test(tmp_path, reference_run):
     submission = copy_of("solutions", tmp_path)
     engine = submission / "engine.py"
     source = engine.read_text()
-    engine.write_text(source.replace('        return f"Value(data={self.data})"',
-                                     "        while True:\n            pass"))
+    engine.write_text(
+        source.replace('        return f"Value(data={self.data})"', "        while True:\n            pass")
+    )
     run = grade(submission, "--lesson", "2", "--check-timeout", "2", tmp_path=tmp_path)
     assert run.status["2.2"] == "timed out", run.output[-3000:]
     assert {t: s for t, s in run.status.items() if t != "2.2"} == {"2.1": "passed", "2.3": "passed", "2.4": "passed"}
@@ -178,8 +183,9 @@ def test_unknown_task_is_a_clear_usage_error(tmp_path):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "pytest", "autograder", "--task", "99.1"],
-                          cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "autograder", "--task", "99.1"], cwd=REPO, capture_output=True, text=True
+    )
     assert proc.returncode == 4
     assert "--task 99.1: there is no such task" in proc.stderr
 

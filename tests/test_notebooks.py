@@ -32,8 +32,11 @@ from .conftest import REPO
 
 LOOP_TIMEOUT = 2  # seconds per check for the submission with an endless loop (the default 10 s is slow to wait for)
 _chosen = os.environ.get("NBGRADER_LESSONS", "3,5")
-LESSONS = ([lesson.number for lesson in notebooks.graded_lessons()] if _chosen == "all"
-           else [int(n) for n in _chosen.split(",")])
+LESSONS = (
+    [lesson.number for lesson in notebooks.graded_lessons()]
+    if _chosen == "all"
+    else [int(n) for n in _chosen.split(",")]
+)
 STUDENTS = ("reference", "release", "loop")
 
 
@@ -47,6 +50,7 @@ def without_markers(source: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- learner notebooks
+
 
 def test_learner_notebooks_are_up_to_date():
     assert notebooks.stale_learner_notebooks() == [], "run: python -m autograder notebooks"
@@ -114,17 +118,29 @@ def test_compare_says_where_yours_differs_from_the_reference(monkeypatch, tmp_pa
 def test_nbgrader_extensions_off_for_learners_and_on_for_instructors(tmp_path):
     """What a Lab started afterwards loads: nbgrader's server extensions and its lab extension, off then on."""
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path), "JUPYTER_PREFER_ENV_PATH": "0"}
-    probe = ("import json; from jupyter_server.serverapp import ServerApp; "
-             "from jupyterlab_server.config import get_static_page_config as page; "
-             "app = ServerApp(); app.find_server_extensions(); "
-             "print(json.dumps([{k: v for k, v in app.jpserver_extensions.items() if k.startswith('nbgrader')}, "
-             "page(level='all').get('disabledExtensions', {}).get('@jupyter/nbgrader', False)]))")
+    probe = (
+        "import json; from jupyter_server.serverapp import ServerApp; "
+        "from jupyterlab_server.config import get_static_page_config as page; "
+        "app = ServerApp(); app.find_server_extensions(); "
+        "print(json.dumps([{k: v for k, v in app.jpserver_extensions.items() if k.startswith('nbgrader')}, "
+        "page(level='all').get('disabledExtensions', {}).get('@jupyter/nbgrader', False)]))"
+    )
     for state, enabled in (("off", False), ("on", True)):
-        done = subprocess.run([sys.executable, "-m", "autograder", "nbgrader-extensions", state, "--user"], cwd=REPO,
-                              env=env, capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "autograder", "nbgrader-extensions", state, "--user"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
-        server, lab_disabled = json.loads(subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                                                         text=True, timeout=120, check=True).stdout)
+        server, lab_disabled = json.loads(
+            subprocess.run(
+                [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120, check=True
+            ).stdout
+        )
         assert server and set(server.values()) == {enabled}, server
         assert lab_disabled is not enabled
 
@@ -187,10 +203,17 @@ def test_a_module_that_loops_at_import_is_stopped():
 
 # ------------------------------------------------------------------------------------- the nbgrader course, static
 
+
 def test_nbgrader_cells_are_the_grading_tests_with_their_points():
     """One autograder-test cell per test pytest collects, with the test's points; hidden ones between the markers."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "autograder", "--collect-only", "-q", "--impl", "solutions"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "autograder", "--collect-only", "-q", "--impl", "solutions"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     collected = set(re.findall(r"^autograder/lessons/test_\w+\.py::(test_\w+)$", done.stdout, re.MULTILINE))
     assert collected, done.stdout[-2000:] + done.stderr[-2000:]
     cells = {}
@@ -238,9 +261,17 @@ def test_nbgrader_config_gives_a_cell_the_time_to_grade_the_largest_lesson(tmp_p
 
 # ---------------------------------------------------------------------------------------- nbgrader's own pipeline
 
+
 def nbgrader(course: Path, *args: str, env: dict | None = None) -> str:
-    done = subprocess.run(["nbgrader", *args], check=False, cwd=course, capture_output=True, text=True, timeout=1800,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        ["nbgrader", *args],
+        check=False,
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, **(env or {})},
+    )
     assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     return done.stdout + done.stderr
 
@@ -315,9 +346,14 @@ def graded_course(tmp_path_factory) -> dict:
         times[what] = time.perf_counter() - start
 
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "autograder", "nbgrader", "--out", str(course),
-                           *[f"--lesson={n}" for n in LESSONS]], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "nbgrader", "--out", str(course), *[f"--lesson={n}" for n in LESSONS]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     times["generate the course"] = time.perf_counter() - start
     looping = {}
@@ -332,8 +368,15 @@ def graded_course(tmp_path_factory) -> dict:
             nbformat.write(nb, folder / f"{name}.ipynb")
         timed(f"autograde {name} (reference, release)", "autograde", name, "--force")  # every student submitted
         shutil.move(course / "later" / "loop" / name, course / "submitted" / "loop" / name)
-        timed(f"autograde {name} (loop, {LOOP_TIMEOUT} s per check)", "autograde", name, "--student", "loop",
-              "--force", env={TIMEOUT_VARIABLE: str(LOOP_TIMEOUT)})
+        timed(
+            f"autograde {name} (loop, {LOOP_TIMEOUT} s per check)",
+            "autograde",
+            name,
+            "--student",
+            "loop",
+            "--force",
+            env={TIMEOUT_VARIABLE: str(LOOP_TIMEOUT)},
+        )
     timed("export", "export", "--to", str(course / "grades.csv"))
     times["the whole nbgrader cycle"] = sum(times.values())
     print("\n".join(f"{what}: {seconds:.1f} s" for what, seconds in times.items()))

@@ -39,12 +39,19 @@ def test_every_task_has_tests_with_points_and_hints(reference_run):
 
 def test_a_test_without_a_task_marker_is_refused(tmp_path):
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["autograder.grading.plugin"]\n')
-    (tmp_path / "test_x.py").write_text(textwrap.dedent("""
+    (tmp_path / "test_x.py").write_text(
+        textwrap.dedent("""
         def test_unmarked(learner):
             pass
-    """))
-    proc = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), "-p", "no:cacheprovider"],
-                          cwd=REPO, capture_output=True, text=True, env={"PYTHONPATH": str(REPO), "PATH": ""})
+    """)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(tmp_path), "-p", "no:cacheprovider"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": ""},
+    )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "needs exactly one @pytest.mark.task" in proc.stderr
 

@@ -38,14 +38,18 @@ def test_sync_keeps_a_changed_exercise_unless_forced(tmp_path):
     shutil.copytree(REPO / "exercises", exercises)
     engine = exercises / "engine.py"
     learner_work = engine.read_text().replace(
-        'raise NotImplementedError("task 2.2: Value.__repr__")', 'return f"Value(data={self.data})"')
+        'raise NotImplementedError("task 2.2: Value.__repr__")', 'return f"Value(data={self.data})"'
+    )
     engine.write_text(learner_work)
     # A maintainer changed every file since the last sync: sync wants to rewrite them all.
     manifest = exercises / sync.MANIFEST
     manifest.write_text(manifest.read_text().replace('"engine.py": "', '"engine.py": "0'))
     (exercises / "nn.py").write_text("# an out-of-date stub nobody touched\n")
-    manifest.write_text(manifest.read_text().replace(
-        sync._digest(sync.expected_files()["nn.py"]), sync._digest("# an out-of-date stub nobody touched\n")))
+    manifest.write_text(
+        manifest.read_text().replace(
+            sync._digest(sync.expected_files()["nn.py"]), sync._digest("# an out-of-date stub nobody touched\n")
+        )
+    )
 
     written, refused = sync.sync(exercises)
     assert refused == ["engine.py"] and written == ["nn.py"]
@@ -80,9 +84,12 @@ def test_every_stub_keeps_its_signature_and_docstring_and_raises_its_task():
         exercise = ast.parse((REPO / "exercises" / path.name).read_text())
         signatures = lambda tree: {  # noqa: E731
             node.name: (ast.unparse(node.args), ast.get_docstring(node))
-            for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
-        assert signatures(exercise).items() >= {
-            k: v for k, v in signatures(solution).items() if k != "_backward"}.items(), path.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef)
+        }
+        assert (
+            signatures(exercise).items() >= {k: v for k, v in signatures(solution).items() if k != "_backward"}.items()
+        ), path.name
     for region in regions.all_regions():
         text = (REPO / "exercises" / f"{region.module}.py").read_text()
         assert f'raise NotImplementedError("task {region.task}: {registry.task(region.task).title}")' in text

@@ -80,7 +80,7 @@ def workflow(points: dict[int, int]) -> str:
         "      - name: Autograding Reporter",
         "        uses: classroom-resources/autograding-grading-reporter@v1",
         "        env:",
-        *(f"          {step.upper()}_RESULTS: \"${{{{steps.{step}.outputs.result}}}}\"" for step in ids),
+        *(f'          {step.upper()}_RESULTS: "${{{{steps.{step}.outputs.result}}}}"' for step in ids),
         "        with:",
         f"          runners: {','.join(ids)}",
     ]

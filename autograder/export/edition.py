@@ -60,7 +60,9 @@ def without_hidden_tests(text: str) -> str:
     lines = text.splitlines(keepends=True)
     drop: set[int] = set()
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any(ast.unparse(d) == "pytest.mark.hidden" for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and any(
+            ast.unparse(d) == "pytest.mark.hidden" for d in node.decorator_list
+        ):
             start = min(d.lineno for d in node.decorator_list)
             drop.update(range(start - 1, node.end_lineno))
     return "".join(line for i, line in enumerate(lines) if i not in drop)
@@ -80,8 +82,11 @@ def export(out: Path) -> Path:
         else:
             shutil.copy2(source, target)
     (out / "solutions").mkdir(exist_ok=True)
-    manifest = {"files": [p.name for p in solution_files()], "regions": manifest_entries(),
-                "stubs": sync.expected_files()}
+    manifest = {
+        "files": [p.name for p in solution_files()],
+        "regions": manifest_entries(),
+        "stubs": sync.expected_files(),
+    }
     (out / "autograder" / "edition.json").write_text(json.dumps(manifest, indent=1) + "\n")
     _record_reference_answers(out / "autograder" / "lessons" / "reference_answers.json")
     _build_site(out / "site")
@@ -104,5 +109,9 @@ def _record_reference_answers(path: Path) -> None:
 
 def _build_site(target: Path) -> None:
     env = {**os.environ, "COURSE_EDITION": "1"}  # pages that would show reference code say so instead
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(target)],
-                   cwd=REPO, env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(target)],
+        cwd=REPO,
+        env=env,
+        check=True,
+    )

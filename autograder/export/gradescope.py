@@ -119,9 +119,12 @@ def grade_submission(root: Path, timeout: float = 1200) -> dict:
             done = runner.grade(graded, extra=["--hide", str(root)])
             results = scorecard.gradescope_results(done)
         except Exception as exc:  # noqa: BLE001 - the learner must get a valid results.json whatever happens
-            results = {"score": 0, "tests": [],
-                       "output": f"The grader could not grade this submission ({type(exc).__name__}); "
-                                 "please tell your instructor."}
+            results = {
+                "score": 0,
+                "tests": [],
+                "output": f"The grader could not grade this submission ({type(exc).__name__}); "
+                "please tell your instructor.",
+            }
     if notes:
         results["output"] = "\n".join(notes) + "\n\n" + results.get("output", "")
     scorecard.write_json(results_path, results)

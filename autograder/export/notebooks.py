@@ -35,9 +35,9 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import registry
-from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 from autograder.course.regions import EXERCISES, SOLUTIONS, Region, all_regions, has_sources, owners_of, parse
 from autograder.export.stubs import stub_lines
+from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 
 LEARNER_NOTEBOOKS = EXERCISES / "notebooks"
 GRADER_DIR = Path(__file__).resolve().parent
@@ -57,6 +57,7 @@ def notebook_name(lesson: int) -> str:
 
 # ---------------------------------------------------------------------------------------------- the grading tests
 
+
 @dataclass(frozen=True)
 class GradingTest:
     name: str  # the test function, e.g. "test_trace_running_example"
@@ -72,16 +73,21 @@ def grading_tests() -> tuple[GradingTest, ...]:
     """Every grading test, in collection order, with its task marker (the grader's own catalogue)."""
     from autograder.grading.runner import catalogue
 
-    return tuple(GradingTest(r.nodeid.rsplit("::", 1)[-1], r.task, r.points, r.hint, r.hidden, r.description)
-                 for r in catalogue().tests)
+    return tuple(
+        GradingTest(r.nodeid.rsplit("::", 1)[-1], r.task, r.points, r.hint, r.hidden, r.description)
+        for r in catalogue().tests
+    )
 
 
 def lesson_tests(lesson: int) -> list[GradingTest]:
     """The lesson's checks a notebook can run on its own code (a capstone runs the whole course: not here)."""
-    return [t for t in grading_tests() if registry.task(t.task).lesson == lesson and not registry.task(t.task).runs_whole]
+    return [
+        t for t in grading_tests() if registry.task(t.task).lesson == lesson and not registry.task(t.task).runs_whole
+    ]
 
 
 # ------------------------------------------------------------------------------------ the lesson's code, selected
+
 
 def lesson_modules(lesson: int) -> list[str]:
     """The files (stems) that hold the lesson's code, e.g. `['graph']`."""
@@ -111,7 +117,8 @@ def _owner_lines(tree: ast.Module) -> dict[str, tuple[int, int]]:
 
 
 def lesson_source(lesson: int, module: str) -> str:
-    """The module as the lesson's notebook holds it (see the module docstring); the lesson's regions keep their markers."""
+    """The module as the lesson's notebook holds it (see the module docstring); the lesson's regions keep their "
+    "markers."""
     path = SOLUTIONS / f"{module}.py"
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
@@ -121,7 +128,9 @@ def lesson_source(lesson: int, module: str) -> str:
     dropped: set[int] = set()
     for owner in {r.owner for r in regions} - mine:
         first, last = spans[owner]
-        last = max([last] + [r.end for r in regions if r.owner == owner])  # a closing marker is a comment: not in the AST
+        last = max(
+            [last] + [r.end for r in regions if r.owner == owner]
+        )  # a closing marker is a comment: not in the AST
         dropped.update(range(first, last + 1))
         if last < len(lines) and not lines[last].strip():
             dropped.add(last + 1)  # and the blank line after it
@@ -188,10 +197,18 @@ def module_docstring(module: str) -> str:
 
 # --------------------------------------------------------------------------------------------------- nbgrader
 
-def _nbgrader(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
-              points: int | None = None) -> dict:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
-            "task": False}
+
+def _nbgrader(
+    grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False, points: int | None = None
+) -> dict:
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if grade:
         meta["points"] = points
     return {"nbgrader": meta}
@@ -226,21 +243,32 @@ def nbgrader_notebook(lesson_number: int) -> nbformat.NotebookNode:
         "",
         f"The course page of this lesson: `{lesson.page}`.",
         "",
-        ("**How this notebook works.** Write your code in the answer cell, the one that starts with `%%answer`, "
-         "in place of each `raise NotImplementedError()`. Run it: it saves your code as "
-         f"{files} and runs it, so you can try your functions in a new cell. Each check cell runs one of the "
-         "grader's tests on that file and is worth the points it shows. The first check you run grades the whole "
-         "lesson (a few seconds); the other checks reuse that result until you change your code. Some checks are "
-         "hidden: their cells look empty here, and they run, with seeded inputs, when your work is graded."),
+        (
+            "**How this notebook works.** Write your code in the answer cell, the one that starts with `%%answer`, "
+            "in place of each `raise NotImplementedError()`. Run it: it saves your code as "
+            f"{files} and runs it, so you can try your functions in a new cell. Each check cell runs one of the "
+            "grader's tests on that file and is worth the points it shows. The first check you run grades the whole "
+            "lesson (a few seconds); the other checks reuse that result until you change your code. Some checks are "
+            "hidden: their cells look empty here, and they run, with seeded inputs, when your work is graded."
+        ),
     ]
     if partial:
-        intro += ["", ("The answer cell holds only the methods of `Value` that this lesson's tasks are in: the other "
-                       "methods are the reference's, here and when your work is graded.")]
+        intro += [
+            "",
+            (
+                "The answer cell holds only the methods of `Value` that this lesson's tasks are in: the other "
+                "methods are the reference's, here and when your work is graded."
+            ),
+        ]
     cells = [
         _cell("markdown", "\n".join(intro), "intro", _nbgrader("intro", locked=True)),
-        _cell("code", "%load_ext autograder.jupyter\nfrom autograder.jupyter import Checks\n\n"
-              f'check = Checks(lesson={lesson.number}, folder="{folder}", tests={len(tests)})',
-              "setup", _nbgrader("setup", locked=True)),
+        _cell(
+            "code",
+            "%load_ext autograder.jupyter\nfrom autograder.jupyter import Checks\n\n"
+            f'check = Checks(lesson={lesson.number}, folder="{folder}", tests={len(tests)})',
+            "setup",
+            _nbgrader("setup", locked=True),
+        ),
     ]
     for task in lesson.tasks:
         grade_id = f"task_{task.id.replace('.', '_')}"
@@ -248,32 +276,41 @@ def nbgrader_notebook(lesson_number: int) -> nbformat.NotebookNode:
     for module in modules:
         source = f"%%answer {folder}/{module}.py\n{lesson_source(lesson.number, module)}".rstrip("\n")
         cells.append(_cell("code", source, f"answer_{module}", _nbgrader(f"answer_{module}", solution=True)))
-    cells.append(_cell("code", "# Try your code here: run the answer cell first, then every name it defines is here.",
-                       "scratch"))
+    cells.append(
+        _cell("code", "# Try your code here: run the answer cell first, then every name it defines is here.", "scratch")
+    )
     for task in lesson.tasks:
         mine = [t for t in tests if t.task == task.id]
         hidden = sum(t.points for t in mine if t.hidden)
         grade_id = f"checks_{task.id.replace('.', '_')}"
-        text = (f"### Checks of task {task.id} · {task.title}: {sum(t.points for t in mine)} points"
-                + (f", {hidden} of them hidden" if hidden else ""))
+        text = f"### Checks of task {task.id} · {task.title}: {sum(t.points for t in mine)} points" + (
+            f", {hidden} of them hidden" if hidden else ""
+        )
         cells.append(_cell("markdown", text, grade_id, _nbgrader(grade_id, locked=True)))
         for test in mine:
             if test.hidden:
-                source = (f"# task {test.task} · {test.points} point{'s' * (test.points != 1)} · a hidden check: "
-                          "seeded inputs that the pages never show; it runs when your work is graded\n"
-                          f'### BEGIN HIDDEN TESTS\ncheck("{test.name}")\n### END HIDDEN TESTS')
+                source = (
+                    f"# task {test.task} · {test.points} point{'s' * (test.points != 1)} · a hidden check: "
+                    "seeded inputs that the pages never show; it runs when your work is graded\n"
+                    f'### BEGIN HIDDEN TESTS\ncheck("{test.name}")\n### END HIDDEN TESTS'
+                )
             else:
-                source = (f"# task {test.task} · {test.points} point{'s' * (test.points != 1)} · {test.description}\n"
-                          f'check("{test.name}")')
-            cells.append(_cell("code", source, test.name, _nbgrader(test.name, grade=True, locked=True,
-                                                                      points=test.points)))
+                source = (
+                    f"# task {test.task} · {test.points} point{'s' * (test.points != 1)} · {test.description}\n"
+                    f'check("{test.name}")'
+                )
+            cells.append(
+                _cell("code", source, test.name, _nbgrader(test.name, grade=True, locked=True, points=test.points))
+            )
     return nbformat.v4.new_notebook(cells=cells, metadata=dict(KERNEL))
 
 
 def is_partial(lesson: int, module: str) -> bool:
     """Whether the notebook holds only part of the module (it also holds other lessons' functions or methods)."""
     regions = parse((SOLUTIONS / f"{module}.py").read_text(encoding="utf-8"), module)
-    return any(not any(_in_lesson(r, lesson) for r in regions if r.owner == owner) for owner in {r.owner for r in regions})
+    return any(
+        not any(_in_lesson(r, lesson) for r in regions if r.owner == owner) for owner in {r.owner for r in regions}
+    )
 
 
 NBGRADER_CONFIG = '''"""nbgrader configuration of the backprop course, generated by `python -m autograder nbgrader`.
@@ -314,11 +351,15 @@ def nbgrader_config() -> str:
     return NBGRADER_CONFIG.format(per_test=TEST_TIMEOUT, most=most)
 
 
-def write_nbgrader_course(out: Path, lessons: list[int] | None = None, force: bool = False) -> tuple[list[Path], list[Path]]:
+def write_nbgrader_course(
+    out: Path, lessons: list[int] | None = None, force: bool = False
+) -> tuple[list[Path], list[Path]]:
     """Write the course directory; return (written, kept) paths. An edited nbgrader_config.py is kept unless `force`."""
     if not has_sources():
-        raise RuntimeError("the nbgrader course is made from the solution sources: run this in the full repository, "
-                           "not in a student edition")
+        raise RuntimeError(
+            "the nbgrader course is made from the solution sources: run this in the full repository, "
+            "not in a student edition"
+        )
     written, kept = [], []
     for number in lessons or [lesson.number for lesson in graded_lessons()]:
         name = notebook_name(number)
@@ -338,24 +379,31 @@ def write_nbgrader_course(out: Path, lessons: list[int] | None = None, force: bo
 
 # ---------------------------------------------------------------------------------------------- learner notebooks
 
-NEURON = '''    x1, x2 = m.Value(2.0, label="x1"), m.Value(0.0, label="x2")
+NEURON = """    x1, x2 = m.Value(2.0, label="x1"), m.Value(0.0, label="x2")
     w1, w2 = m.Value(-3.0, label="w1"), m.Value(1.0, label="w2")
     b = m.Value(6.8813735870195432, label="b")
     n = x1 * w1 + x2 * w2 + b; n.label = "n"
-'''
+"""
 
 # Per lesson: (what the example shows, the example). Each runs once with your code and once with the reference.
 EXAMPLES: dict[int, list[tuple[str, str]]] = {
     1: [
-        ("The slope of f(x) = 3x² - 4x + 5 at x = 3 is 6·3 - 4 = 14; the slope of a·b + c along b is a = 2.", '''\
+        (
+            "The slope of f(x) = 3x² - 4x + 5 at x = 3 is 6·3 - 4 = 14; the slope of a·b + c along b is a = 2.",
+            """\
 @lesson.compare
 def slopes(m):
     return {
         "forward_difference(f, 3.0)": m.forward_difference(m.f, 3.0),
         "central_difference(f, 3.0)": m.central_difference(m.f, 3.0),
-        "partial_derivative(a·b + c, [2, -3, 10], 1)": m.partial_derivative(lambda a, b, c: a * b + c, [2.0, -3.0, 10.0], 1),
-    }'''),
-        ("The tangent that your forward difference gives at x = 3:", '''\
+        "partial_derivative(a·b + c, [2, -3, 10], 1)": m.partial_derivative(
+            lambda a, b, c: a * b + c, [2.0, -3.0, 10.0], 1
+        ),
+    }""",
+        ),
+        (
+            "The tangent that your forward difference gives at x = 3:",
+            """\
 from matplotlib.figure import Figure
 
 @lesson.compare
@@ -368,19 +416,25 @@ def tangent(m):
     ax.plot(xs, [m.f(3.0) + slope * (x - 3.0) for x in xs], "--", label=f"slope {slope:.4f} at x = 3")
     ax.set_ylim(-10, 45)
     ax.legend()
-    return fig'''),
+    return fig""",
+        ),
     ],
     2: [
-        ("d = a·b + c with your `Value`, drawn by the reference `draw_dot` (lesson 3):", '''\
+        (
+            "d = a·b + c with your `Value`, drawn by the reference `draw_dot` (lesson 3):",
+            """\
 @lesson.compare
 def expression(m):
     a, b, c = m.Value(2.0, label="a"), m.Value(-3.0, label="b"), m.Value(10.0, label="c")
     d = a * b + c
     print(d, "=", a, "*", b, "+", c)
-    return draw_dot(d)'''),
+    return draw_dot(d)""",
+        ),
     ],
     3: [
-        ("The running example L = (a·b + c)·f, listed by your `trace` and drawn by your `draw_dot`:", '''\
+        (
+            "The running example L = (a·b + c)·f, listed by your `trace` and drawn by your `draw_dot`:",
+            """\
 @lesson.compare
 def running_example(m):
     a, b, c, f = m.Value(2.0, label="a"), m.Value(-3.0, label="b"), m.Value(10.0, label="c"), m.Value(-2.0, label="f")
@@ -389,40 +443,60 @@ def running_example(m):
     L = d * f; L.label = "L"
     nodes, edges = m.trace(L)
     print(len(nodes), "nodes:", sorted(v.label for v in nodes), "and", len(edges), "edges")
-    return m.draw_dot(L)'''),
+    return m.draw_dot(L)""",
+        ),
     ],
     4: [
-        ("Your gradients by hand, written into the running example's grads:", '''\
+        (
+            "Your gradients by hand, written into the running example's grads:",
+            """\
 @lesson.compare
 def gradients_by_hand(m):
     nodes = m.running_example()
     grads = m.hand_gradients(2.0, -3.0, 10.0, -2.0)
     for name, node in nodes.items():
         node.grad = grads[name]
-    return draw_dot(nodes["L"])'''),
-        ("The same gradients, estimated numerically:", '''\
+    return draw_dot(nodes["L"])""",
+        ),
+        (
+            "The same gradients, estimated numerically:",
+            """\
 @lesson.compare
 def numerically(m):
     inputs = dict(a=2.0, b=-3.0, c=10.0, f=-2.0)
-    return {leaf: round(m.numerical_gradient(lambda a, b, c, f: (a * b + c) * f, inputs, leaf), 4) for leaf in inputs}'''),
+    def L(a, b, c, f):
+        return (a * b + c) * f
+
+    return {leaf: round(m.numerical_gradient(L, inputs, leaf), 4) for leaf in inputs}""",
+        ),
     ],
     5: [
-        (("The neuron o = tanh(x1·w1 + x2·w2 + b) after `o.backward()` (the reference's, from lesson 6, which "
-          "calls your `_backward` closures):"), f'''\
+        (
+            (
+                "The neuron o = tanh(x1·w1 + x2·w2 + b) after `o.backward()` (the reference's, from lesson 6, which "
+                "calls your `_backward` closures):"
+            ),
+            f"""\
 @lesson.compare
 def neuron(m):
 {NEURON}    o = n.tanh(); o.label = "o"
     o.backward()
-    return draw_dot(o)'''),
+    return draw_dot(o)""",
+        ),
     ],
     6: [
-        ("The neuron, backpropagated by your `backward`:", f'''\
+        (
+            "The neuron, backpropagated by your `backward`:",
+            f"""\
 @lesson.compare
 def neuron(m):
 {NEURON}    o = n.tanh(); o.label = "o"
     o.backward()
-    return draw_dot(o)'''),
-        ("A chain 5,000 operations deep, deeper than Python's recursion limit (task 6.2):", '''\
+    return draw_dot(o)""",
+        ),
+        (
+            "A chain 5,000 operations deep, deeper than Python's recursion limit (task 6.2):",
+            """\
 @lesson.compare
 def deep_chain(m):
     x = m.Value(1.0)
@@ -430,36 +504,50 @@ def deep_chain(m):
     for _ in range(5000):
         y = y * 1.0
     y.backward()
-    return x.grad'''),
+    return x.grad""",
+        ),
     ],
     7: [
-        ("b = a + a: a feeds both inputs of the sum, so db/da must be 2:", '''\
+        (
+            "b = a + a: a feeds both inputs of the sum, so db/da must be 2:",
+            """\
 @lesson.compare
 def used_twice(m):
     a = m.Value(3.0, label="a")
     b = a + a; b.label = "b"
     b.backward()
     print("db/da =", a.grad)
-    return draw_dot(b)'''),
+    return draw_dot(b)""",
+        ),
     ],
     8: [
-        (("tanh built from your operations, (e^2n - 1) / (e^2n + 1): the same o = 0.7071 and do/dw1 = 1.0 as "
-          "with `tanh`:"), f'''\
+        (
+            (
+                "tanh built from your operations, (e^2n - 1) / (e^2n + 1): the same o = 0.7071 and do/dw1 = 1.0 as "
+                "with `tanh`:"
+            ),
+            f"""\
 @lesson.compare
 def tanh_from_exp(m):
 {NEURON}    e = (2 * n).exp()
     o = (e - 1) / (e + 1); o.label = "o"
     o.backward()
     print(f"o = {{o.data:.4f}}, do/dw1 = {{w1.grad:.4f}}")
-    return draw_dot(o)'''),
+    return draw_dot(o)""",
+        ),
     ],
     9: [
-        ("The lesson-5 neuron in PyTorch: the same numbers as with `Value`:", '''\
+        (
+            "The lesson-5 neuron in PyTorch: the same numbers as with `Value`:",
+            """\
 @lesson.compare
 def neuron_in_pytorch(m):
     o, grads = m.torch_neuron(2.0, 0.0, -3.0, 1.0, 6.8813735870195432)
-    return {"o": round(o, 4), **{name: round(g, 4) for name, g in grads.items()}}'''),
-        ("Your `Tanh` Function, and PyTorch's own check of its backward:", '''\
+    return {"o": round(o, 4), **{name: round(g, 4) for name, g in grads.items()}}""",
+        ),
+        (
+            "Your `Tanh` Function, and PyTorch's own check of its backward:",
+            """\
 import torch
 
 @lesson.compare
@@ -467,10 +555,13 @@ def tanh_function(m):
     x = torch.tensor([-1.0, 0.5, 2.0], dtype=torch.double, requires_grad=True)
     y = m.Tanh.apply(x)
     y.sum().backward()
-    return {"tanh": y.tolist(), "grad": x.grad.tolist(), "gradcheck": torch.autograd.gradcheck(m.Tanh.apply, (x,))}'''),
+    return {"tanh": y.tolist(), "grad": x.grad.tolist(), "gradcheck": torch.autograd.gradcheck(m.Tanh.apply, (x,))}""",
+        ),
     ],
     10: [
-        ("The lesson's network, MLP(3, [4, 4, 1]), from a fixed seed:", '''\
+        (
+            "The lesson's network, MLP(3, [4, 4, 1]), from a fixed seed:",
+            """\
 import random
 
 @lesson.compare
@@ -479,15 +570,21 @@ def small_mlp(m):
     model = m.MLP(3, [4, 4, 1])
     print(model)
     print(len(model.parameters()), "parameters")
-    return model([2.0, 3.0, -1.0])'''),
-        ("One of your neurons on two inputs:", '''\
+    return model([2.0, 3.0, -1.0])""",
+        ),
+        (
+            "One of your neurons on two inputs:",
+            """\
 @lesson.compare
 def one_neuron(m):
     random.seed(1)
-    return draw_dot(m.Neuron(2)([1.0, -2.0]))'''),
+    return draw_dot(m.Neuron(2)([1.0, -2.0]))""",
+        ),
     ],
     11: [
-        ("Twenty steps of your training loop on the lesson's four examples:", '''\
+        (
+            "Twenty steps of your training loop on the lesson's four examples:",
+            """\
 from matplotlib.figure import Figure
 
 @lesson.compare
@@ -497,10 +594,13 @@ def loss_curve(m):
     ax = fig.subplots()
     ax.plot(losses, marker="o")
     ax.set(xlabel="step", ylabel="loss", title=f"loss {losses[0]:.3f} → {losses[-1]:.3f}")
-    return fig'''),
+    return fig""",
+        ),
     ],
     12: [
-        ("A short training run (20 steps on batches of 20 of 60 points), then the model's decision regions:", '''\
+        (
+            "A short training run (20 steps on batches of 20 of 60 points), then the model's decision regions:",
+            """\
 from matplotlib.figure import Figure
 
 @lesson.compare
@@ -514,7 +614,8 @@ def decision_regions(m):
     ax.scatter(*zip(*grid), c=[model(list(p)).data > 0 for p in grid], cmap="coolwarm", alpha=0.25, s=12, marker="s")
     ax.scatter(*zip(*X), c=y, cmap="coolwarm", edgecolors="k")
     ax.set_title(f"after 20 steps: loss {loss:.3f}, accuracy {acc:.0%}")
-    return fig'''),
+    return fig""",
+        ),
     ],
 }
 
@@ -526,18 +627,24 @@ def learner_notebook(number: int) -> nbformat.NotebookNode:
     # Links relative to the notebook: JupyterLab opened at the repository root opens the file next to it.
     files = ", ".join(f"[`exercises/{m}.py`](../{m}.py)" for m in modules)
     tasks = "\n".join(f"- {t.id} · {t.title}" for t in lesson.tasks)
-    intro = "\n".join([
-        f"# Lesson {lesson.number} · {lesson.title}",
-        "",
-        f"Read the page `{lesson.page}`, write the tasks in {files}, and look at what your code does here.",
-        "",
-        tasks,
-        "",
-        ("Each example below runs twice: with **your** code for this lesson (over the reference for everything "
-         "else, as the grader runs it) and with the **reference**, then says where yours first differs. Save your "
-         "file and run the cells again to see your changes. Grade the lesson from a terminal with "
-         f"`pytest autograder --lesson {lesson.number}`, or with the last cell, `lesson.grade()`."),
-    ])
+    intro = "\n".join(
+        [
+            f"# Lesson {lesson.number} · {lesson.title}",
+            "",
+            f"Read the page `{lesson.page}`, write the tasks in {files}, and look at what your code does here.",
+            "",
+            tasks,
+            "",
+            (
+                "Each example below runs twice: with **your** code for this lesson (over the reference for "
+                "everything "
+                "else, as the grader runs it) and with the **reference**, then says where yours first differs. "
+                "Save your "
+                "file and run the cells again to see your changes. Grade the lesson from a terminal with "
+                f"`pytest autograder --lesson {lesson.number}`, or with the last cell, `lesson.grade()`."
+            ),
+        ]
+    )
     examples = EXAMPLES.get(number, [])
     draws = any("draw_dot(" in code and "m.draw_dot(" not in code for _, code in examples)
     setup = ["%load_ext autograder.jupyter", "from autograder.jupyter import Lesson"]
@@ -548,8 +655,16 @@ def learner_notebook(number: int) -> nbformat.NotebookNode:
     for n, (text, code) in enumerate(examples, start=1):
         cells.append(_cell("markdown", text, f"example-{n}-text"))
         cells.append(_cell("code", code, f"example-{n}"))
-    cells.append(_cell("markdown", (f"Your scorecard for lesson {lesson.number}: the grader's checks on your saved "
-                                    f"files, as `pytest autograder --lesson {lesson.number}` gives it."), "grade-text"))
+    cells.append(
+        _cell(
+            "markdown",
+            (
+                f"Your scorecard for lesson {lesson.number}: the grader's checks on your saved "
+                f"files, as `pytest autograder --lesson {lesson.number}` gives it."
+            ),
+            "grade-text",
+        )
+    )
     cells.append(_cell("code", "lesson.grade()", "grade"))
     return nbformat.v4.new_notebook(cells=cells, metadata=dict(KERNEL))
 

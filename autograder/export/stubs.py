@@ -90,9 +90,16 @@ def check(exercises: Path = EXERCISES) -> list[str]:
         path = exercises / name
         current = path.read_text() if path.exists() else ""
         if current != expected:
-            diffs.append("".join(difflib.unified_diff(
-                current.splitlines(keepends=True), expected.splitlines(keepends=True),
-                f"{path} (now)", f"{path} (generated from solutions/)")))
+            diffs.append(
+                "".join(
+                    difflib.unified_diff(
+                        current.splitlines(keepends=True),
+                        expected.splitlines(keepends=True),
+                        f"{path} (now)",
+                        f"{path} (generated from solutions/)",
+                    )
+                )
+            )
     stale = sorted(p.name for p in exercises.glob("*.py") if p.name not in expected_files())
     diffs.extend(f"{exercises / name} has no counterpart in solutions/\n" for name in stale)
     return diffs

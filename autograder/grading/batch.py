@@ -37,6 +37,7 @@ from autograder.grading.results import STATUSES, Results
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log
 MAX_FILE = 1_000_000  # bytes of one submitted file copied for grading
 
+
 @dataclass
 class Outcome:
     name: str
@@ -58,8 +59,16 @@ class Outcome:
             statuses = [t.status for t in self.results.tasks]
             counts = ", ".join(f"{statuses.count(s)} {s}" for s in STATUSES if statuses.count(s)) + " (tasks)"
             note = f"{note}; {counts}" if note else counts
-        return {"submission": self.name, "status": self.status, "total": total, "max": max_score,
-                **per_lesson, "bonus": bonus, "seconds": round(self.seconds, 1), "note": note}
+        return {
+            "submission": self.name,
+            "status": self.status,
+            "total": total,
+            "max": max_score,
+            **per_lesson,
+            "bonus": bonus,
+            "seconds": round(self.seconds, 1),
+            "note": note,
+        }
 
 
 def _graded_lessons() -> list[registry.Lesson]:
@@ -73,7 +82,8 @@ def columns() -> list[str]:
 
 
 def private_copy(folder: Path, into: Path) -> tuple[Path, list[str]]:
-    """Copy the submission's regular `.py` files (no symbolic links, none too large); return the copy and what was left."""
+    """Copy the submission's regular `.py` files (no symbolic links, none too large); return the copy and what was "
+    "left."""
     copy = into / folder.name
     copy.mkdir(parents=True)
     left = []
@@ -90,8 +100,9 @@ def private_copy(folder: Path, into: Path) -> tuple[Path, list[str]]:
     return copy, left
 
 
-def grade_one(folder: Path, results_dir: Path, timeout: float, test_timeout: float, memory_mb: int,
-              hidden: list[Path]) -> Outcome:
+def grade_one(
+    folder: Path, results_dir: Path, timeout: float, test_timeout: float, memory_mb: int, hidden: list[Path]
+) -> Outcome:
     """Grade one submission with the runner, in a grader process of its own; keep what it found if it is stopped."""
     partial = results_dir / f"{folder.name}.results.json"
     gradescope = results_dir / f"{folder.name}.json"
@@ -101,13 +112,32 @@ def grade_one(folder: Path, results_dir: Path, timeout: float, test_timeout: flo
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="autograder-batch-") as tmp:
         copy, left = private_copy(folder, Path(tmp))
-        command = [sys.executable, "-m", "autograder", "grade", "--impl", str(copy), "--results-file", str(partial),
-                   "--results-json", str(gradescope), "--check-timeout", str(test_timeout),
-                   "--memory-limit", str(memory_mb)]
+        command = [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            "--impl",
+            str(copy),
+            "--results-file",
+            str(partial),
+            "--results-json",
+            str(gradescope),
+            "--check-timeout",
+            str(test_timeout),
+            "--memory-limit",
+            str(memory_mb),
+        ]
         command += [arg for path in hidden for arg in ("--hide", str(path))]
         with open(log, "wb") as out:
-            proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                command,
+                cwd=REPO,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             try:
                 code, status = proc.wait(timeout=timeout), None
             except subprocess.TimeoutExpired:
@@ -124,9 +154,12 @@ def grade_one(folder: Path, results_dir: Path, timeout: float, test_timeout: flo
     results = _read(partial)
     skipped = f"; not graded: {', '.join(left)}" if left else ""
     if status == "timed out":
-        kept = f"; kept the {sum(t.status != 'not started' for t in results.tests)} checks it finished" if results else ""
-        return Outcome(folder.name, status, seconds, results,
-                       f"the grader did not finish within {timeout:g} s{kept}{skipped}")
+        kept = (
+            f"; kept the {sum(t.status != 'not started' for t in results.tests)} checks it finished" if results else ""
+        )
+        return Outcome(
+            folder.name, status, seconds, results, f"the grader did not finish within {timeout:g} s{kept}{skipped}"
+        )
     if results is None or not results.complete:
         return Outcome(folder.name, "crashed", seconds, results, f"the grader exited with code {code}{skipped}")
     return Outcome(folder.name, "graded", seconds, results, skipped.removeprefix("; "))
@@ -156,8 +189,9 @@ def finished(csv_path: Path) -> set[str]:
         return {row["submission"] for row in csv.DictReader(f) if row.get("submission")}
 
 
-def batch(submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: int, test_timeout: float,
-          progress: bool = True) -> list[Outcome]:
+def batch(
+    submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: int, test_timeout: float, progress: bool = True
+) -> list[Outcome]:
     """Grade every sub-folder of `submissions` not yet in `out`; append a row for each as it is done."""
     if not submissions.is_dir():
         raise FileNotFoundError(f"{submissions} is not a folder of submissions")
@@ -176,7 +210,9 @@ def batch(submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: in
         if new_file:
             writer.writeheader()
             f.flush()
-        futures = [pool.submit(grade_one, folder, results_dir, timeout, test_timeout, memory_mb, hidden) for folder in todo]
+        futures = [
+            pool.submit(grade_one, folder, results_dir, timeout, test_timeout, memory_mb, hidden) for folder in todo
+        ]
         bar = _progress(len(folders), len(done), progress)
         for future in as_completed(futures):
             outcome = future.result()
@@ -200,5 +236,6 @@ def _full_marks() -> int:
 def _progress(total: int, initial: int, enabled: bool):
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=initial, unit="submission", disable=not enabled, file=sys.stderr,
-                dynamic_ncols=True)
+    return tqdm(
+        total=total, initial=initial, unit="submission", disable=not enabled, file=sys.stderr, dynamic_ncols=True
+    )

@@ -55,8 +55,14 @@ class SourcePackage(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     then imports the reference's `engine` as its sibling.
     """
 
-    def __init__(self, name: str, sources: dict[str, tuple[str, str]], guarded: bool,
-                 siblings: Callable[[str], types.ModuleType] | None = None, sibling_names: Iterable[str] = ()):
+    def __init__(
+        self,
+        name: str,
+        sources: dict[str, tuple[str, str]],
+        guarded: bool,
+        siblings: Callable[[str], types.ModuleType] | None = None,
+        sibling_names: Iterable[str] = (),
+    ):
         self.name, self.sources, self.guarded = name, sources, guarded
         self.siblings, self.sibling_names = siblings, frozenset(sibling_names)
         package = types.ModuleType(name)

@@ -57,29 +57,64 @@ RECORDED = LESSONS / "reference_answers.json"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("autograder", "course autograder")
-    group.addoption("--impl", default="exercises", metavar="FOLDER",
-                    help="what to grade: 'exercises' (default), 'solutions', or a folder laid out like exercises/")
-    group.addoption("--lesson", action="append", type=int, default=[], metavar="N",
-                    help="grade only lesson N (repeatable)")
+    group.addoption(
+        "--impl",
+        default="exercises",
+        metavar="FOLDER",
+        help="what to grade: 'exercises' (default), 'solutions', or a folder laid out like exercises/",
+    )
+    group.addoption(
+        "--lesson", action="append", type=int, default=[], metavar="N", help="grade only lesson N (repeatable)"
+    )
     group.addoption("--task", action="append", default=[], metavar="L.N", help="grade only task L.N (repeatable)")
     group.addoption("--results-json", metavar="PATH", help="also write the result in Gradescope's results.json format")
-    group.addoption("--results-file", metavar="PATH",
-                    help="also write the results in the grader's own format, updated after every check")
-    group.addoption("--show-code", action="store_true",
-                    help="show pytest's tracebacks, test code included (hidden by default)")
-    group.addoption("--check-timeout", type=float, default=CHECK_TIMEOUT, metavar="S",
-                    help=f"time limit of each call into your code, seconds (default {CHECK_TIMEOUT:g})")
-    group.addoption("--memory-limit", type=int, default=MEMORY_LIMIT_MB, metavar="MB",
-                    help=f"memory cap of each worker process (default {MEMORY_LIMIT_MB} MB; 0: none)")
-    group.addoption("--isolation", choices=("auto", *sandbox.LEVELS), default="auto",
-                    help="how the learner's code is shut in (default: the best this system allows)")
-    group.addoption("--workers", choices=("fork", "spawn"), default="fork",
-                    help="fork workers from a warm process (default where possible), or spawn fresh ones")
-    group.addoption("--hide", action="append", default=[], metavar="PATH",
-                    help="a folder the learner's code must not see (repeatable; the grader's own are always hidden)")
-    group.addoption("--draw", metavar="DIR",
-                    help="when a check finds a wrong grad, draw your graph (wrong grads in red) next to the "
-                         "reference's as DIR/<test name>.svg")
+    group.addoption(
+        "--results-file",
+        metavar="PATH",
+        help="also write the results in the grader's own format, updated after every check",
+    )
+    group.addoption(
+        "--show-code", action="store_true", help="show pytest's tracebacks, test code included (hidden by default)"
+    )
+    group.addoption(
+        "--check-timeout",
+        type=float,
+        default=CHECK_TIMEOUT,
+        metavar="S",
+        help=f"time limit of each call into your code, seconds (default {CHECK_TIMEOUT:g})",
+    )
+    group.addoption(
+        "--memory-limit",
+        type=int,
+        default=MEMORY_LIMIT_MB,
+        metavar="MB",
+        help=f"memory cap of each worker process (default {MEMORY_LIMIT_MB} MB; 0: none)",
+    )
+    group.addoption(
+        "--isolation",
+        choices=("auto", *sandbox.LEVELS),
+        default="auto",
+        help="how the learner's code is shut in (default: the best this system allows)",
+    )
+    group.addoption(
+        "--workers",
+        choices=("fork", "spawn"),
+        default="fork",
+        help="fork workers from a warm process (default where possible), or spawn fresh ones",
+    )
+    group.addoption(
+        "--hide",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a folder the learner's code must not see (repeatable; the grader's own are always hidden)",
+    )
+    group.addoption(
+        "--draw",
+        metavar="DIR",
+        help="when a check finds a wrong grad, draw your graph (wrong grads in red) next to the "
+        "reference's as DIR/<test name>.svg",
+    )
     group.addoption("--record-reference", metavar="PATH", help=argparse_suppress())
 
 
@@ -140,8 +175,13 @@ class Grader:
             try:
                 text = read_learner_file(self.root, module)
             except LearnerFileError as exc:
-                self.file_failures[module] = {"type": "LearnerCodeError", "message": str(exc), "where": "",
-                                              "function": "", "load": True}
+                self.file_failures[module] = {
+                    "type": "LearnerCodeError",
+                    "message": str(exc),
+                    "where": "",
+                    "function": "",
+                    "load": True,
+                }
                 continue
             if text is not None:
                 sources[module] = [text, display(self.root / f"{module}.py")]
@@ -170,8 +210,9 @@ class Grader:
         if self.config.getoption("draw"):  # made now, so that it can be hidden from the learner's code like the rest
             Path(self.config.getoption("draw")).mkdir(parents=True, exist_ok=True)
             hidden.append(self.config.getoption("draw"))
-        self.workers = workers.Workers(self.level, self.memory_mb, sandbox.hidden_paths(hidden),
-                                       self.config.getoption("workers"), self.zygotes)
+        self.workers = workers.Workers(
+            self.level, self.memory_mb, sandbox.hidden_paths(hidden), self.config.getoption("workers"), self.zygotes
+        )
         for task_id in self.results.selected:
             self.prepare(task_id)
 
@@ -217,8 +258,15 @@ class Grader:
             if "error" in reply:
                 self.file_failures[module] = {**reply["error"], "load": True}
                 raise LearnerError(reply["error"], reply.get("output", ""))
-        request = {"op": "run", "file": fn.__module__, "source": scenario_source(fn.__module__), "name": fn.__name__,
-                   "args": list(args), "kwargs": kwargs, "timeout": self.timeout}
+        request = {
+            "op": "run",
+            "file": fn.__module__,
+            "source": scenario_source(fn.__module__),
+            "name": fn.__name__,
+            "args": list(args),
+            "kwargs": kwargs,
+            "timeout": self.timeout,
+        }
         reply = self._call(worker, request, limit, task_id)
         if "error" in reply:
             if reply["error"].get("type") == "timed out":
@@ -236,9 +284,14 @@ class Grader:
         missing = [t for t in needed if t in status and status[t] != "passed"]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise LearnerError({"type": "waits", "task": missing[0],
-                                "message": f"waits for task {missing[0]} ({registry.task(missing[0]).title}){more}: "
-                                           "this check runs your whole engine once they all pass"})
+            raise LearnerError(
+                {
+                    "type": "waits",
+                    "task": missing[0],
+                    "message": f"waits for task {missing[0]} ({registry.task(missing[0]).title}){more}: "
+                    "this check runs your whole engine once they all pass",
+                }
+            )
 
     def _call(self, worker: workers.Worker, request: dict, limit: float, task_id: str, load: bool = False) -> dict:
         try:
@@ -302,16 +355,22 @@ def reference_without(task_id: str) -> dict[str, str]:
     """The reference's sources with every region of `task_id` turned back into its stub."""
     from autograder.export.stubs import without_task
 
-    return {path.stem: without_task(path.read_text(), path.stem, task_id, str(path))
-            for path in sorted(SOLUTIONS.glob("*.py")) if path.stem != "__init__"}
+    return {
+        path.stem: without_task(path.read_text(), path.stem, task_id, str(path))
+        for path in sorted(SOLUTIONS.glob("*.py"))
+        if path.stem != "__init__"
+    }
 
 
 @cache
 def scenario_source(module_name: str) -> str:
     """The source of a test file's `@scenario` functions, and nothing else of it."""
     module = sys.modules[module_name]
-    parts = [inspect.getsource(obj) for obj in vars(module).values()
-             if inspect.isfunction(obj) and getattr(obj, SCENARIO_FLAG, False) and obj.__module__ == module_name]
+    parts = [
+        inspect.getsource(obj)
+        for obj in vars(module).values()
+        if inspect.isfunction(obj) and getattr(obj, SCENARIO_FLAG, False) and obj.__module__ == module_name
+    ]
     return "\n\n".join(parts)
 
 
@@ -380,8 +439,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "hidden: a seeded check whose inputs the pages never show")
     for task_id in config.getoption("task"):
         if task_id not in registry.TASKS:
-            raise pytest.UsageError(f"--task {task_id}: there is no such task (they look like 2.3; "
-                                    "python -m autograder tasks)")
+            raise pytest.UsageError(
+                f"--task {task_id}: there is no such task (they look like 2.3; python -m autograder tasks)"
+            )
     for number in config.getoption("lesson"):
         if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
             raise pytest.UsageError(f"--lesson {number}: lesson {number} has no graded tasks")
@@ -409,7 +469,9 @@ def task_marker(item: pytest.Item) -> tuple[str, int, str]:
     """The task id, points and hint of a test; a missing or malformed marker is an error."""
     marks = list(item.iter_markers("task"))
     if len(marks) != 1:
-        raise pytest.UsageError(f"{item.nodeid}: a grading test needs exactly one @pytest.mark.task, found {len(marks)}")
+        raise pytest.UsageError(
+            f"{item.nodeid}: a grading test needs exactly one @pytest.mark.task, found {len(marks)}"
+        )
     mark = marks[0]
     task_id = mark.args[0] if mark.args else None
     points, hint = mark.kwargs.get("points"), mark.kwargs.get("hint")
@@ -437,8 +499,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             drop.append(item)
             continue
         keep.append(item)
-        result = TestResult(item.nodeid, describe(item), task_id, points, hint,
-                            hidden=item.get_closest_marker("hidden") is not None)
+        result = TestResult(
+            item.nodeid, describe(item), task_id, points, hint, hidden=item.get_closest_marker("hidden") is not None
+        )
         grader.results.tests.append(result)
         grader.by_nodeid[item.nodeid] = result
     if drop:
@@ -486,7 +549,10 @@ def _learner_status(info: dict, output: str, task_id: str) -> tuple[str, str]:
     if kind == "NotImplementedError":
         other = info.get("stub_task")
         if other and other != task_id and other in registry.TASKS:
-            return "not started", f"waits for task {other} ({registry.task(other).title}), which this check runs through"
+            return (
+                "not started",
+                f"waits for task {other} ({registry.task(other).title}), which this check runs through",
+            )
         return "not started", "the stub still raises NotImplementedError"
     if kind == "died":
         return "error", message
@@ -499,8 +565,10 @@ def _learner_status(info: dict, output: str, task_id: str) -> tuple[str, str]:
     other = _other_task_that_raised(info, task_id)
     if other and kind not in ("died",):
         text = message if len(message) <= 200 else message[:200] + "…"
-        return "not started", (f"waits for task {other} ({registry.task(other).title}): this check runs through its "
-                               f"code, which raised {kind}: {text}{at}")
+        return "not started", (
+            f"waits for task {other} ({registry.task(other).title}): this check runs through its "
+            f"code, which raised {kind}: {text}{at}"
+        )
     if kind == "RecursionError":
         return "error", f"RecursionError: the code recursed too deep{at}"
     text = message if len(message) <= 300 else message[:300] + "…"
@@ -533,8 +601,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             result.status, result.message, result.settled = "passed", "", True
     elif not result.settled:
         if isinstance(call.excinfo.value, GraphsDiffer):
-            drawing.draw_or_offer(call.excinfo.value, item.config.getoption("draw"), item.name,
-                                  scorecard.grade_command(result.task, grader.impl_option))
+            drawing.draw_or_offer(
+                call.excinfo.value,
+                item.config.getoption("draw"),
+                item.name,
+                scorecard.grade_command(result.task, grader.impl_option),
+            )
         result.status, result.message = classify(call.excinfo.value, result.task)
         result.settled = True
         if result.status == "not started" and result.message.startswith("waits for task "):
@@ -572,7 +644,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     grader.results.complete = True
     if grader.recording is not None:
         Path(session.config.getoption("record_reference")).write_text(
-            json.dumps(grader.recording, indent=1, sort_keys=True) + "\n")
+            json.dumps(grader.recording, indent=1, sort_keys=True) + "\n"
+        )
     _save_progress(grader)
     graded = [t for t in grader.results.tests if not registry.task(t.task).bonus]
     if graded and all(t.status == "passed" for t in graded):
@@ -586,4 +659,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     terminalreporter.write_line("")
     for line in scorecard.text(config.stash[GRADER].results).splitlines():
         terminalreporter.write_line(line)
-

@@ -70,8 +70,6 @@ def group(results: list[TestResult], task_ids: list[str]) -> list[TaskResult]:
     return [t for t in by_task.values() if t.tests]
 
 
-
-
 @dataclass
 class Results:
     """Everything one grading run found."""

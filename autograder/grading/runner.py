@@ -35,10 +35,20 @@ class _Catch:
             config.stash[ZYGOTES] = self.workers_pool
 
 
-def grade(impl: str | Path = "exercises", *, lessons: list[int] = (), tasks: list[str] = (),
-          check_timeout: float | None = None, memory_mb: int | None = None, isolation: str = "auto",
-          results_json: Path | None = None, results_file: Path | None = None, quiet: bool = True,
-          extra: list[str] = (), workers_pool: Zygotes | None = None) -> Results:
+def grade(
+    impl: str | Path = "exercises",
+    *,
+    lessons: list[int] = (),
+    tasks: list[str] = (),
+    check_timeout: float | None = None,
+    memory_mb: int | None = None,
+    isolation: str = "auto",
+    results_json: Path | None = None,
+    results_file: Path | None = None,
+    quiet: bool = True,
+    extra: list[str] = (),
+    workers_pool: Zygotes | None = None,
+) -> Results:
     """Grade `impl` (`exercises`, `solutions` or a folder); raise RuntimeError if the grader could not run.
 
     `workers_pool`: zygotes to fork this run's workers from, kept by a caller that grades again and again
@@ -46,8 +56,16 @@ def grade(impl: str | Path = "exercises", *, lessons: list[int] = (), tasks: lis
     """
     # paths as `--option=PATH`: pytest looks for its settings (pyproject.toml) above every bare argument that is
     # an existing path, so `--impl /tmp/x` would make it miss the project's and run without them
-    args = [str(REPO / "autograder"), "--rootdir", str(REPO), "-p", "no:cacheprovider", f"--impl={impl}",
-            "--isolation", isolation]
+    args = [
+        str(REPO / "autograder"),
+        "--rootdir",
+        str(REPO),
+        "-p",
+        "no:cacheprovider",
+        f"--impl={impl}",
+        "--isolation",
+        isolation,
+    ]
     args += [f"--lesson={n}" for n in lessons] + [f"--task={t}" for t in tasks]
     if check_timeout is not None:
         args += ["--check-timeout", str(check_timeout)]
@@ -65,8 +83,11 @@ def grade(impl: str | Path = "exercises", *, lessons: list[int] = (), tasks: lis
         code = pytest.main(args, plugins=[catch])
     from autograder.grading.plugin import GRADER
 
-    if catch.config is None or GRADER not in catch.config.stash or code in (
-            pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED):
+    if (
+        catch.config is None
+        or GRADER not in catch.config.stash
+        or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)
+    ):
         raise RuntimeError(f"the grader could not run (exit {int(code)}):\n{out.getvalue()[-3000:]}")
     return catch.config.stash[GRADER].results
 

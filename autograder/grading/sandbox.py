@@ -98,14 +98,24 @@ def shut_in(level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: in
         _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
         for path in hidden:
             if os.path.isdir(path):
-                _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                                  b"size=4k,mode=0555"), f"hide {path}")
+                _check(
+                    libc.mount(
+                        b"tmpfs",
+                        path.encode(),
+                        b"tmpfs",
+                        MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                        b"size=4k,mode=0555",
+                    ),
+                    f"hide {path}",
+                )
             elif os.path.exists(path):
                 _check(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
         for path in PRIVATE_TMP:
             if os.path.isdir(path):
-                _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                                  b"size=64m,mode=1777"), f"private {path}")
+                _check(
+                    libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777"),
+                    f"private {path}",
+                )
         _keep_reachable(libc, [p for p in _interpreter_paths() if not any(_inside(p, h) for h in hidden)])
     elif level == PROCESSES:
         os.setpgid(0, 0)  # a group of its own, killed with the check
@@ -162,8 +172,10 @@ def _keep_reachable(libc, paths: list[str]) -> None:
             os.makedirs(stage)
             _check(libc.mount(path.encode(), stage.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
             stages.append((stage, path))
-        _check(libc.mount(b"tmpfs", ancestor.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755"),
-               f"open {ancestor}")
+        _check(
+            libc.mount(b"tmpfs", ancestor.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755"),
+            f"open {ancestor}",
+        )
         for stage, path in stages:
             os.makedirs(path, exist_ok=True)
             _check(libc.mount(stage.encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind back {path}")

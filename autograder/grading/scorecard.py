@@ -9,6 +9,7 @@ from pathlib import Path
 from autograder.course import registry
 from autograder.grading.results import SYMBOL, Results, TaskResult
 
+
 def page_link(task_id: str) -> str:
     return f"{registry.LESSON_OF[task_id].page}#{registry.task(task_id).anchor}"
 
@@ -17,8 +18,14 @@ def grade_command(task_id: str, impl_option: str = "") -> str:
     return f"pytest autograder --task {task_id}{impl_option}"
 
 
-def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_failures: int = 12,
-              isolation: str = "", hide_hidden: bool = False) -> str:
+def scorecard(
+    tasks: list[TaskResult],
+    graded: str,
+    impl_option: str = "",
+    max_failures: int = 12,
+    isolation: str = "",
+    hide_hidden: bool = False,
+) -> str:
     """The text printed at the end of a grading run."""
     width = 72
     out = [f" Scorecard: {graded} ".center(width, "=")]
@@ -32,7 +39,9 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
         title = f"{lesson.title} (bonus)" if lesson.bonus else lesson.title
         out.append(f"Lesson {lesson.number:>2} · {title:<52}{earned:>4}/{points:<3}")
         for t in mine:
-            out.append(f"  {SYMBOL[t.status]} {t.task.id:<5}{t.task.title:<40}{t.status:>12}{t.earned:>5}/{t.points:<3}")
+            out.append(
+                f"  {SYMBOL[t.status]} {t.task.id:<5}{t.task.title:<40}{t.status:>12}{t.earned:>5}/{t.points:<3}"
+            )
             if t.waits_for:
                 out.append(f"         waits for task {t.waits_for} ({registry.task(t.waits_for).title})")
     graded_tasks = [t for t in tasks if not t.task.bonus]
@@ -46,21 +55,34 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
     out.append("")
     # a bonus task comes next only once every graded task passes
-    todo = next((t for t in graded_tasks if t.status != "passed"), None) or \
-        next((t for t in bonus_tasks if t.status != "passed"), None)
+    todo = next((t for t in graded_tasks if t.status != "passed"), None) or next(
+        (t for t in bonus_tasks if t.status != "passed"), None
+    )
     if not tasks:
         out.append("Nothing was graded: no check ran (see the errors above).")
     elif todo is not None and todo.task.bonus and graded_tasks:
         out.append("Every graded task passes. Well done! The bonus tasks are there to go further.")
     elif todo is None:
-        out.append("Every bonus task passes. Well done!" if bonus_tasks and not graded_tasks else
-                   "Every graded task passes. Well done!")
+        out.append(
+            "Every bonus task passes. Well done!"
+            if bonus_tasks and not graded_tasks
+            else "Every graded task passes. Well done!"
+        )
     if todo is None and tasks:
-        after = [lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus
-                 and lesson.number > max(t.task.lesson for t in tasks)] if tasks else []
+        after = (
+            [
+                lesson
+                for lesson in registry.LESSONS
+                if lesson.tasks and not lesson.bonus and lesson.number > max(t.task.lesson for t in tasks)
+            ]
+            if tasks
+            else []
+        )
         if after:
             out.append(f"Next: lesson {after[0].number} · {after[0].title}")
-            out.append(f"      read {after[0].page}, then run: pytest autograder --lesson {after[0].number}{impl_option}")
+            out.append(
+                f"      read {after[0].page}, then run: pytest autograder --lesson {after[0].number}{impl_option}"
+            )
     else:
         target, why = todo.task, todo.status
         if todo.waits_for:  # the task it is blocked by comes first
@@ -69,8 +91,12 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
         out.append(f"Next: {kind} {target.id} · {target.title} ({why})")
         out.append(f"      read {page_link(target.id)}, then run: {grade_command(target.id, impl_option)}")
         out.append(f"      stuck? python -m autograder hint {target.id}")
-    failures = [r for t in tasks for r in t.tests
-                if r.status not in ("passed", "not started") and not (hide_hidden and r.hidden)]
+    failures = [
+        r
+        for t in tasks
+        for r in t.tests
+        if r.status not in ("passed", "not started") and not (hide_hidden and r.hidden)
+    ]
     if failures:
         out.append("")
         out.append("What went wrong".center(width, "-"))
@@ -86,8 +112,9 @@ def scorecard(tasks: list[TaskResult], graded: str, impl_option: str = "", max_f
 
 def text(results: Results, hide_hidden: bool = False) -> str:
     """The scorecard of a run."""
-    return scorecard(results.tasks, results.graded, results.impl_option, isolation=results.isolation,
-                     hide_hidden=hide_hidden)
+    return scorecard(
+        results.tasks, results.graded, results.impl_option, isolation=results.isolation, hide_hidden=hide_hidden
+    )
 
 
 def gradescope_results(results: Results) -> dict:
@@ -109,25 +136,30 @@ def gradescope_results(results: Results) -> dict:
                 lines.extend("    " + line for line in r.message.splitlines())
                 if r.status != "not started":
                     lines.append(f"    hint: {r.hint} ({page_link(r.task)})")
-        tests.append({
-            "name": f"{t.task.id} {t.task.title}" + (" (bonus)" if t.task.bonus else ""),
-            "number": t.task.id,
-            "score": t.earned,
-            "max_score": 0 if t.task.bonus else t.points,
-            "status": "passed" if t.status == "passed" else "failed",
-            "output": "\n".join(lines),
-            **({"tags": ["bonus"]} if t.task.bonus else {}),
-        })
+        tests.append(
+            {
+                "name": f"{t.task.id} {t.task.title}" + (" (bonus)" if t.task.bonus else ""),
+                "number": t.task.id,
+                "score": t.earned,
+                "max_score": 0 if t.task.bonus else t.points,
+                "status": "passed" if t.status == "passed" else "failed",
+                "output": "\n".join(lines),
+                **({"tags": ["bonus"]} if t.task.bonus else {}),
+            }
+        )
     return {
         "score": results.score + results.bonus,
         "max_score": results.max_score,
         "output": card,
         "stdout_visibility": "hidden",
         "tests": tests,
-        "extra_data": {"status": {t.task.id: t.status for t in tasks}, "isolation": isolation,
-                       "bonus": results.bonus, "bonus_max": results.bonus_max,
-                       "results": [{**asdict(r), "message": "" if r.hidden else r.message}
-                                   for t in tasks for r in t.tests]},
+        "extra_data": {
+            "status": {t.task.id: t.status for t in tasks},
+            "isolation": isolation,
+            "bonus": results.bonus,
+            "bonus_max": results.bonus_max,
+            "results": [{**asdict(r), "message": "" if r.hidden else r.message} for t in tasks for r in t.tests],
+        },
     }
 
 
@@ -138,8 +170,13 @@ def write_json(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
-def progress(results: Results, bar_width: int = 40, max_failures: int = 8, max_lines: int = 4,
-             lesson_command: str = "pytest autograder --lesson {number}{impl}") -> str:
+def progress(
+    results: Results,
+    bar_width: int = 40,
+    max_failures: int = 8,
+    max_lines: int = 4,
+    lesson_command: str = "pytest autograder --lesson {number}{impl}",
+) -> str:
     """Watch mode's short report: tasks and lessons done with a bar, the next task, and what failed."""
     tasks = results.tasks
     graded, bonus = [t for t in tasks if not t.task.bonus], [t for t in tasks if t.task.bonus]
@@ -147,17 +184,27 @@ def progress(results: Results, bar_width: int = 40, max_failures: int = 8, max_l
     lessons = sorted({t.task.lesson for t in graded})
     lessons_done = sum(all(t.status == "passed" for t in graded if t.task.lesson == n) for n in lessons)
     filled = round(bar_width * done / len(graded)) if graded else 0
-    line = (f"Progress [{'#' * filled}{'-' * (bar_width - filled)}] {done}/{len(graded)} tasks · "
-            f"{lessons_done}/{len(lessons)} lessons · {results.score}/{results.max_score} points")
+    line = (
+        f"Progress [{'#' * filled}{'-' * (bar_width - filled)}] {done}/{len(graded)} tasks · "
+        f"{lessons_done}/{len(lessons)} lessons · {results.score}/{results.max_score} points"
+    )
     if bonus:
         line += f" · bonus {sum(t.status == 'passed' for t in bonus)}/{len(bonus)}"
     out = [line]
     todo = next((t for t in graded if t.status != "passed"), None) or next(
-        (t for t in bonus if t.status != "passed"), None)
+        (t for t in bonus if t.status != "passed"), None
+    )
     if todo is None:
         out.append("Every task here passes. Well done!")
-        after = [lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus
-                 and lesson.number > max(t.task.lesson for t in tasks)] if tasks else []
+        after = (
+            [
+                lesson
+                for lesson in registry.LESSONS
+                if lesson.tasks and not lesson.bonus and lesson.number > max(t.task.lesson for t in tasks)
+            ]
+            if tasks
+            else []
+        )
         if after:
             command = lesson_command.format(number=after[0].number, impl=results.impl_option)
             out.append(f"Next: lesson {after[0].number} · {after[0].title}")
@@ -168,8 +215,10 @@ def progress(results: Results, bar_width: int = 40, max_failures: int = 8, max_l
             target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
         out.append(f"Next: {'bonus task' if target.bonus else 'task'} {target.id} · {target.title} ({why})")
         out.append(f"      read {page_link(target.id)}")
-        out.append(f"      stuck? python -m autograder hint {target.id}   "
-                   f"alone: {grade_command(target.id, results.impl_option)}")
+        out.append(
+            f"      stuck? python -m autograder hint {target.id}   "
+            f"alone: {grade_command(target.id, results.impl_option)}"
+        )
     failures = [r for t in tasks for r in t.tests if r.status not in ("passed", "not started")]
     if failures:
         out.append(f"What failed ({len(failures)}):")

@@ -66,9 +66,7 @@ class Worker:
             raise WorkerGone(f"did not finish within {timeout:g} s and was stopped", timed_out=True) from None
         except (wire.Closed, OSError):
             self.kill()
-            raise WorkerGone(
-                "ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)"
-            ) from None
+            raise WorkerGone("ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)") from None
         except wire.WireError as exc:
             self.kill()
             raise WorkerGone(f"sent something that is not an answer: {exc}") from None
@@ -124,8 +122,13 @@ class Zygote:
     def __init__(self, python: list[str], preload: tuple[str, ...], cwd: str, env: dict):
         mine, theirs = socket.socketpair()
         self.process = subprocess.Popen(
-            [*python, "zygote", str(theirs.fileno()), *preload], pass_fds=(theirs.fileno(),), cwd=cwd, env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [*python, "zygote", str(theirs.fileno()), *preload],
+            pass_fds=(theirs.fileno(),),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         theirs.close()
         self.ctrl = mine
@@ -206,8 +209,9 @@ class Zygotes:
 class Workers:
     """All the workers of one grading run."""
 
-    def __init__(self, level: str, memory_mb: int, hidden: list[str], start: str = "fork",
-                 zygotes: Zygotes | None = None):
+    def __init__(
+        self, level: str, memory_mb: int, hidden: list[str], start: str = "fork", zygotes: Zygotes | None = None
+    ):
         self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden}
         self.start = start if start == "spawn" or not hasattr(os, "fork") else "fork"
         self.workers: dict[str, Worker] = {}
@@ -258,8 +262,12 @@ class Workers:
         kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32" else {}
         proc = subprocess.Popen(
             [*_python(), "connect", str(port), token, json.dumps({**self.options, "preload": list(preload)})],
-            cwd=self._cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, **kwargs,
+            cwd=self._cwd,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            **kwargs,
         )
         self._spawned.append(proc)
         self._listener.settimeout(START_TIMEOUT)
@@ -309,6 +317,8 @@ def level_for(requested: str) -> str:
     if requested == "auto":
         return best
     if sandbox.LEVELS.index(requested) < sandbox.LEVELS.index(best):
-        raise RuntimeError(f"--isolation {requested} needs root on Linux"
-                           + (", and namespaces that this system allows" if requested == sandbox.SANDBOX else ""))
+        raise RuntimeError(
+            f"--isolation {requested} needs root on Linux"
+            + (", and namespaces that this system allows" if requested == sandbox.SANDBOX else "")
+        )
     return requested

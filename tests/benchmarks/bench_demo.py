@@ -94,9 +94,11 @@ def main() -> None:
     times = {
         "reference (collector once per step)": run("reference (collector once per step)", steps + REFERENCE),
         "micrograd 0.1.0 (collector on, as its demo)": run(
-            "micrograd 0.1.0 (collector on, as its demo)", steps + "ONCE_PER_STEP = False\n" + MICROGRAD),
+            "micrograd 0.1.0 (collector on, as its demo)", steps + "ONCE_PER_STEP = False\n" + MICROGRAD
+        ),
         "micrograd 0.1.0 (collector once per step)": run(
-            "micrograd 0.1.0 (collector once per step)", steps + "ONCE_PER_STEP = True\n" + MICROGRAD),
+            "micrograd 0.1.0 (collector once per step)", steps + "ONCE_PER_STEP = True\n" + MICROGRAD
+        ),
         "PyTorch on tensors (process incl. import)": run("PyTorch on tensors (process incl. import)", steps + TORCH),
     }
     base = times["reference (collector once per step)"]
