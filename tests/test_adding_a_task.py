@@ -78,7 +78,7 @@ def test_a_new_task_takes_four_files_and_one_build(tmp_path):
     root = tmp_path / "course"
     _copy_repository(root)
     _edit(root, HAND_EDITED[0], lambda text: text + SOLUTION)
-    anchor = '                "Check h > 0 (ValueError) and that i names an argument (IndexError).",\n            ],\n        ),\n'
+    anchor = '"Check h > 0 (ValueError) and that i names an argument (IndexError).",\n            ],\n        ),\n'
     assert anchor in (root / HAND_EDITED[1]).read_text()
     _edit(root, HAND_EDITED[1], lambda text: text.replace(anchor, anchor + REGISTRY, 1))
     _edit(root, HAND_EDITED[2], lambda text: text + GRADING_TEST)
