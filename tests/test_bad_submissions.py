@@ -42,7 +42,7 @@ AS_ROOT = sandbox.best_level() == sandbox.SANDBOX
 class Bad:
     name: str
     edits: dict[str, list[tuple[str, str]]]  # file -> [(old, new)], or [("", text)] to append / create
-    lost: dict[str, str]  # task -> status it must get
+    lost: dict[str, str]  # task -> status it must get ("failed|error": either)
     message: str  # a phrase the failure messages must contain
     verdict_attack: bool = False  # also run at the no-root level, where only the verdict is promised
     may_lose: frozenset[str] = field(default_factory=frozenset)  # tasks that may lose too (their own code is attacked)
@@ -136,7 +136,7 @@ CORPUS = [
     Bad(
         "float_instead_of_a_value",
         {"engine.py": [("        return self * -1", "        return -self.data")]},
-        {"8.3": "error"},
+        {"8.3": "failed"},
         "float",
     ),
     Bad(
@@ -216,8 +216,8 @@ def pytest_runtest_makereport(item, call):
                 )
             ]
         },
-        {"2.2": "failed"},
-        "expected",
+        {"2.2": "failed|error"},
+        "",
         verdict_attack=True,
     ),
     Bad(
@@ -284,7 +284,7 @@ for _f in _gc.get_objects():
                 )
             ]
         },
-        {"2.2": "timed out"},
+        {"2.2": "timed out|error"},
         "",
         verdict_attack=True,
     ),
@@ -337,7 +337,7 @@ for _f in _gc.get_objects():
                 )
             ]
         },
-        {"2.2": "not started"},
+        {"2.2": "not started|error"},
         "",
         verdict_attack=True,
     ),
@@ -356,8 +356,8 @@ for _f in _gc.get_objects():
                 )
             ]
         },
-        {"2.2": "error"},
-        "LookupError",
+        {"2.2": "error|timed out"},
+        "",
     ),
     Bad(
         "imports_the_grader",
@@ -440,6 +440,7 @@ for _f in _gc.get_objects():
         },
         {},
         "",
+        may_lose=frozenset({"2.2"}),  # searching the whole disk may take longer than its check
     ),
     Bad(
         "delayed_del_that_breaks_later_checks",
@@ -568,7 +569,7 @@ def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> No
     scores = {t.task.id: t.earned for t in results.tasks}
     output = "\n".join(f"{r.task} {r.status}: {r.message}" for r in results.tests if r.status != "passed")
     for task_id, expected in bad.lost.items():
-        assert status[task_id] == expected, (task_id, status[task_id], output[-3000:])
+        assert status[task_id] in expected.split("|"), (task_id, status[task_id], output[-3000:])
         assert scores[task_id] < full[task_id][0]
     for task_id, (points, _) in full.items():
         assert scores[task_id] <= points
@@ -579,7 +580,8 @@ def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> No
             assert status[task_id] == "not started", (task_id, status[task_id])
         elif task_id not in bad.lost and task_id not in bad.may_lose:
             assert scores[task_id] == points, (task_id, status[task_id], output[-3000:])
-    assert results.score == sum(scores.values()) == int(row["total"])
+    graded_sum = sum(score for task_id, score in scores.items() if not registry.task(task_id).bonus)
+    assert results.score == graded_sum == int(row["total"])
     if bad.message:
         assert bad.message in output, output[:3000]
     assert all(len(r.message) < 20_000 for r in results.tests)

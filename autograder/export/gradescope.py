@@ -27,6 +27,15 @@ python3 -m venv /autograder/venv
 # The learner's code runs as an unprivileged user of its own: nothing of the grader may be writable by it.
 chown -R root:root /autograder/source /autograder/run_autograder /autograder/setup.sh /autograder/venv
 chmod -R go-w /autograder/source /autograder/venv
+# Where the kernel forbids namespaces, workers still run as users of their own: the reference and the hidden
+# checks must not be readable to them (everything else in the venv, such as torch, stays readable).
+chmod -R o-rwx /autograder/source
+/autograder/venv/bin/python - <<'PY'
+import importlib.util, os, subprocess
+for name in ("autograder", "solutions"):
+    for folder in importlib.util.find_spec(name).submodule_search_locations:
+        subprocess.run(["chmod", "-R", "o-rwx", folder], check=True)
+PY
 chmod 0755 /autograder/run_autograder
 """
 

@@ -215,6 +215,7 @@ class Implementation:
         return self._value
 
     def __getattr__(self, name: str) -> types.ModuleType:
-        if name.startswith("_"):
-            raise AttributeError(name)
+        known = self._learner.sources.keys() | self._learner.sibling_names
+        if name.startswith("_") or name not in known:
+            raise AttributeError(name)  # so that hasattr() and getattr(..., default) behave
         return self.module(name)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -203,7 +204,13 @@ class Grader:
         }
 
     def start_workers(self) -> None:
-        hidden = [str(REPO), str(self.root.parent), "/autograder", *self.config.getoption("hide")]
+        hidden = [
+            str(REPO),
+            str(self.root.parent),
+            "/autograder",
+            *installed_packages(),
+            *self.config.getoption("hide"),
+        ]
         for option in ("results_json", "results_file"):
             if self.config.getoption(option):
                 hidden.append(str(Path(self.config.getoption(option)).resolve().parent))
@@ -242,10 +249,10 @@ class Grader:
         if task_id in self.timed_out:
             raise LearnerError({"type": "skipped", "message": self.timed_out[task_id]})
         module = module_of(task_id)
+        self.check_prerequisites(task_id)  # a capstone waiting for a broken file's tasks says so, before the file
         failure = next((self.file_failures[f] for f in learner_files(task_id) if f in self.file_failures), None)
         if failure:
             raise LearnerError(failure)
-        self.check_prerequisites(task_id)
         worker = self.workers.get(task_id)
         if worker.dead:  # the previous check crashed it: a fresh worker for the task's other checks
             self.prepare(task_id)
@@ -341,6 +348,16 @@ def display(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def installed_packages() -> list[str]:
+    """Where the grader and the reference are installed, if not in the repository (site-packages, another copy)."""
+    folders = []
+    for name in ("autograder", "solutions"):
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            folders.append(str(Path(location).resolve()))
+    return folders
 
 
 def learner_files(task_id: str) -> list[str]:
