@@ -46,7 +46,7 @@ from autograder.grading import drawing, sandbox, scorecard, workers
 from autograder.grading.limits import CHECK_TIMEOUT, KILL_GRACE, MEMORY_LIMIT_MB
 from autograder.grading.results import Results, TestResult
 from autograder.grading.worker import to_plain
-from autograder.kit.checks import CheckFailed, GraphsDiffer
+from autograder.kit.checks import CheckFailed, GraphsDiffer, WaitsFor
 from autograder.kit.scenario import SCENARIO_FLAG
 
 MAX_SOURCE = 1_000_000  # bytes of one learner file
@@ -543,6 +543,8 @@ def reference(request: pytest.FixtureRequest) -> Reference:
 
 def classify(exc: BaseException, task_id: str) -> tuple[str, str]:
     """Sort what a test raised into a status and a message for the learner."""
+    if isinstance(exc, WaitsFor) and exc.task != task_id:
+        return "not started", f"waits for task {exc.task} ({registry.task(exc.task).title}): {exc.reason}"
     if isinstance(exc, CheckFailed):
         return "failed", exc.explain()
     if isinstance(exc, LearnerError):

@@ -34,6 +34,18 @@ class CheckFailed(AssertionError):
         return "\n".join(lines)
 
 
+class WaitsFor(Exception):  # noqa: N818 - reads as what it says: the check waits for another task
+    """The check cannot judge its own task, because another task's code it runs through is wrong.
+
+    The grader reports it as "not started: waits for task L.N", so that the bug
+    costs points once, in its own task.
+    """
+
+    def __init__(self, task_id: str, reason: str):
+        super().__init__(reason)
+        self.task, self.reason = task_id, reason
+
+
 def _show(value: Any) -> str:
     if isinstance(value, dict) and "$type" in value:  # something the worker could not send as plain data
         return f"a {value['$type']}: {value.get('$repr', '')}"
