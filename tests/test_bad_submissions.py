@@ -320,7 +320,6 @@ for _f in _gc.get_objects():
         },
         {"2.2": "error"},
         "",
-        verdict_attack=True,
     ),
     Bad(
         "finds_the_reference_in_memory",

@@ -351,13 +351,21 @@ def display(path: Path) -> str:
 
 
 def installed_packages() -> list[str]:
-    """Where the grader and the reference are installed, if not in the repository (site-packages, another copy)."""
-    folders = []
+    """Every folder the interpreter could import the grader or the reference from, outside the repository too.
+
+    The one `import` would find first, any copy on `sys.path`, and where an
+    editable install's finder points: a worker must find none of them.
+    """
+    folders = set()
     for name in ("autograder", "solutions"):
         spec = importlib.util.find_spec(name)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            folders.append(str(Path(location).resolve()))
-    return folders
+        folders.update(spec.submodule_search_locations or []) if spec else None
+        folders.update(str(Path(entry) / name) for entry in sys.path if entry and (Path(entry) / name).is_dir())
+    for module in list(sys.modules.values()):
+        mapping = getattr(module, "MAPPING", None)  # setuptools' editable finders map package names to folders
+        if getattr(module, "__name__", "").startswith("__editable__") and isinstance(mapping, dict):
+            folders.update(str(mapping[name]) for name in ("autograder", "solutions") if name in mapping)
+    return sorted(str(Path(folder).resolve()) for folder in folders if Path(folder).is_dir())
 
 
 def learner_files(task_id: str) -> list[str]:
