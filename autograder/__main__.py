@@ -175,6 +175,7 @@ def _batch(args: argparse.Namespace) -> int:
             args.memory_limit,
             args.test_timeout,
             progress=not args.quiet,
+            isolation=args.isolation,
         )
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
@@ -199,6 +200,7 @@ def _grade(args: argparse.Namespace) -> int:
             memory_mb=args.memory_limit,
             results_json=args.results_json,
             results_file=args.results_file,
+            isolation=args.isolation,
             extra=[a for p in args.hide for a in ("--hide", p)],
         )
     except RuntimeError as exc:
@@ -343,6 +345,12 @@ def main(argv: list[str] | None = None) -> int:
         help="memory cap of each process that runs the submission's code, MB (default 4096; 0: none)",
     )
     p.add_argument("--test-timeout", type=float, default=10, help="time limit per check, seconds (default 10)")
+    p.add_argument(
+        "--isolation",
+        choices=("auto", "sandbox", "user", "processes"),
+        default="auto",
+        help="how the submission's code is shut in (default: the best this system allows)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_batch)
     p = commands.add_parser("grade", help="grade a folder with the one runner (what batch and Gradescope run)")
@@ -355,6 +363,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results-file", type=Path, help="the grader's own results, saved after every check")
     p.add_argument(
         "--hide", action="append", default=[], metavar="PATH", help="a folder the learner's code must not see"
+    )
+    p.add_argument(
+        "--isolation",
+        choices=("auto", "sandbox", "user", "processes"),
+        default="auto",
+        help="how the submission's code is shut in (default: the best this system allows)",
     )
     p.set_defaults(run=_grade)
     p = commands.add_parser("watch", help="grade, then re-grade each file you save (Ctrl-C to stop)")

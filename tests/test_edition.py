@@ -40,6 +40,8 @@ def test_no_reference_code_in_any_form_and_no_hidden_check(edition):
         lines = path.read_text().splitlines()
         for region in parse(path.read_text(), path.stem):
             answers |= {line.strip() for line in lines[region.begin : region.end - 1] if len(line.strip()) > 30}
+    given = "\n".join(p.read_text() for p in (REPO / "exercises").glob("*.py"))
+    answers = {line for line in answers if line not in given}  # a docstring may state a line the stub shows anyway
     for folder in ("autograder", "exercises", "solutions"):
         for path in (edition / folder).rglob("*"):
             if path.is_file() and path.suffix in (".py", ".json", ".ipynb"):

@@ -270,7 +270,8 @@ def nbgrader_notebook(lesson_number: int) -> nbformat.NotebookNode:
             _nbgrader("setup", locked=True),
         ),
     ]
-    for task in lesson.tasks:
+    own = [task for task in lesson.tasks if not task.runs_whole]  # a capstone runs the whole course: not here
+    for task in own:
         grade_id = f"task_{task.id.replace('.', '_')}"
         cells.append(_cell("markdown", task_markdown(task), grade_id, _nbgrader(grade_id, locked=True)))
     for module in modules:
@@ -279,7 +280,7 @@ def nbgrader_notebook(lesson_number: int) -> nbformat.NotebookNode:
     cells.append(
         _cell("code", "# Try your code here: run the answer cell first, then every name it defines is here.", "scratch")
     )
-    for task in lesson.tasks:
+    for task in own:
         mine = [t for t in tests if t.task == task.id]
         hidden = sum(t.points for t in mine if t.hidden)
         grade_id = f"checks_{task.id.replace('.', '_')}"

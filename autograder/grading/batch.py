@@ -101,7 +101,13 @@ def private_copy(folder: Path, into: Path) -> tuple[Path, list[str]]:
 
 
 def grade_one(
-    folder: Path, results_dir: Path, timeout: float, test_timeout: float, memory_mb: int, hidden: list[Path]
+    folder: Path,
+    results_dir: Path,
+    timeout: float,
+    test_timeout: float,
+    memory_mb: int,
+    hidden: list[Path],
+    isolation: str = "auto",
 ) -> Outcome:
     """Grade one submission with the runner, in a grader process of its own; keep what it found if it is stopped."""
     partial = results_dir / f"{folder.name}.results.json"
@@ -127,6 +133,8 @@ def grade_one(
             str(test_timeout),
             "--memory-limit",
             str(memory_mb),
+            "--isolation",
+            isolation,
         ]
         command += [arg for path in hidden for arg in ("--hide", str(path))]
         with open(log, "wb") as out:
@@ -190,7 +198,14 @@ def finished(csv_path: Path) -> set[str]:
 
 
 def batch(
-    submissions: Path, out: Path, jobs: int, timeout: float, memory_mb: int, test_timeout: float, progress: bool = True
+    submissions: Path,
+    out: Path,
+    jobs: int,
+    timeout: float,
+    memory_mb: int,
+    test_timeout: float,
+    progress: bool = True,
+    isolation: str = "auto",
 ) -> list[Outcome]:
     """Grade every sub-folder of `submissions` not yet in `out`; append a row for each as it is done."""
     if not submissions.is_dir():
@@ -211,7 +226,8 @@ def batch(
             writer.writeheader()
             f.flush()
         futures = [
-            pool.submit(grade_one, folder, results_dir, timeout, test_timeout, memory_mb, hidden) for folder in todo
+            pool.submit(grade_one, folder, results_dir, timeout, test_timeout, memory_mb, hidden, isolation)
+            for folder in todo
         ]
         bar = _progress(len(folders), len(done), progress)
         for future in as_completed(futures):

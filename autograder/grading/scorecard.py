@@ -83,7 +83,7 @@ def scorecard(
             out.append(
                 f"      read {after[0].page}, then run: pytest autograder --lesson {after[0].number}{impl_option}"
             )
-    else:
+    elif todo is not None:
         target, why = todo.task, todo.status
         if todo.waits_for:  # the task it is blocked by comes first
             target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
@@ -209,7 +209,7 @@ def progress(
             command = lesson_command.format(number=after[0].number, impl=results.impl_option)
             out.append(f"Next: lesson {after[0].number} · {after[0].title}")
             out.append(f"      read {after[0].page}, then run: {command}")
-    else:
+    elif todo is not None:
         target, why = todo.task, todo.status
         if todo.waits_for:  # the task it is blocked by comes first
             target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
