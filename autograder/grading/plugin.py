@@ -158,6 +158,29 @@ class Grader:
         self.file_failures: dict[str, dict] = {}  # learner file -> why it does not load
         self.timed_out: dict[str, str] = {}  # task -> the check that timed out (its later checks are skipped)
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
+        self.new_answers = False
+        self._answers: dict | None = None
+
+    def known_answers(self) -> dict:
+        """The reference's answers computed so far, for this reference (read from disk where that is safe)."""
+        if self._answers is None:
+            fingerprint = reference_fingerprint()
+            self._answers = _ANSWERS.setdefault(fingerprint, {})
+            if self.level != sandbox.PROCESSES:  # only there could learner code have written the file
+                try:
+                    self._answers.update(json.loads((ANSWER_CACHE / f"{fingerprint}.json").read_text()))
+                except (OSError, ValueError):
+                    pass
+        return self._answers
+
+    def save_answers(self) -> None:
+        if self.new_answers and self.level != sandbox.PROCESSES and self._answers is not None:
+            path = ANSWER_CACHE / f"{reference_fingerprint()}.json"
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                scorecard.write_json(path, self._answers)
+            except OSError:
+                pass  # a cache that cannot be written only costs time
 
     def graded_name(self) -> str:
         return str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
@@ -428,24 +451,54 @@ class ReferenceCode:
 class Reference:
     """The `reference` fixture: the expected answer of a scenario, computed here and never sent to a worker.
 
-    A student edition ships no reference code; there the answers of the visible
-    checks ship as data (recorded by `python -m autograder student-edition`).
+    Answers are kept by the reference's fingerprint, the scenario's source and
+    its arguments: in memory for a warm process (watch mode), and on disk where
+    the learner's code cannot write (`sandbox` and `user` levels), so a batch or
+    a second run computes each answer once. A student edition ships no reference
+    code; there the answers of the visible checks ship as data (recorded by
+    `python -m autograder student-edition`).
     """
 
     def __init__(self, grader: Grader):
         self.grader = grader
 
     def run(self, fn, *args, **kwargs):
-        key = f"{fn.__module__.rpartition('.')[2]}:{fn.__name__}:{json.dumps([args, kwargs], sort_keys=True)}"
+        key = answer_key(fn, args, kwargs)
         if not has_sources():
             answers = recorded_answers()
             if key not in answers:
                 raise RuntimeError("this check needs the reference, which a student edition does not ship")
             return answers[key]
-        answer = to_plain(fn(ReferenceCode(), *args, **kwargs))
+        known = self.grader.known_answers()
+        cached = f"{hashlib.sha256(scenario_source(fn.__module__).encode()).hexdigest()[:16]}:{key}"
+        if cached not in known:
+            known[cached] = to_plain(fn(ReferenceCode(), *args, **kwargs))
+            self.grader.new_answers = True
         if self.grader.recording is not None:
-            self.grader.recording[hashlib.sha256(key.encode()).hexdigest()[:32] if len(key) > 4000 else key] = answer
-        return answer
+            self.grader.recording[key] = known[cached]
+        return known[cached]
+
+
+def answer_key(fn, args: tuple, kwargs: dict) -> str:
+    """How a reference answer is filed: the scenario's file and name, and its arguments (hashed when long)."""
+    key = f"{fn.__module__.rpartition('.')[2]}:{fn.__name__}:{json.dumps([args, kwargs], sort_keys=True)}"
+    return key if len(key) <= 4000 else hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+_ANSWERS: dict[str, dict] = {}  # reference fingerprint -> answers, for a process that grades again (watch mode)
+
+
+def reference_fingerprint() -> str:
+    """What the reference's answers depend on: its sources, and the Python and PyTorch that ran them."""
+    digest = hashlib.sha256(sys.version.encode())
+    for path in sorted(SOLUTIONS.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    torch = sys.modules.get("torch")
+    digest.update(getattr(torch, "__version__", "").encode())
+    return digest.hexdigest()[:24]
+
+
+ANSWER_CACHE = REPO / ".cache" / "reference-answers"
 
 
 @cache
@@ -668,6 +721,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Every worker is killed, and gone, before anything is written."""
     grader = session.config.stash[GRADER]
     grader.stop_workers()
+    grader.save_answers()
     grader.results.complete = True
     if grader.recording is not None:
         Path(session.config.getoption("record_reference")).write_text(
