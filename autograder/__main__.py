@@ -279,6 +279,17 @@ def _student_edition(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_lesson_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lesson",
+        action="append",
+        type=int,
+        default=[],
+        metavar="N",
+        help="only lesson N (repeatable; default: every lesson)",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -322,14 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_notebooks)
     p = commands.add_parser("nbgrader", help="write an nbgrader course: one master notebook per lesson")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="the course directory to write")
-    p.add_argument(
-        "--lesson",
-        action="append",
-        type=int,
-        default=[],
-        metavar="N",
-        help="only lesson N (repeatable; default: every lesson)",
-    )
+    _add_lesson_option(p)
     p.add_argument("--force", action="store_true", help="also replace an nbgrader_config.py you changed")
     p.set_defaults(run=_nbgrader)
     p = commands.add_parser("batch", help="grade a folder of submissions into a CSV gradebook")
@@ -372,14 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.set_defaults(run=_grade)
     p = commands.add_parser("watch", help="grade, then re-grade each file you save (Ctrl-C to stop)")
-    p.add_argument(
-        "--lesson",
-        action="append",
-        type=int,
-        default=[],
-        metavar="N",
-        help="only lesson N (repeatable; default: every lesson)",
-    )
+    _add_lesson_option(p)
     p.add_argument("--impl", default="exercises", help="the folder to watch: exercises (default), or a folder")
     p.add_argument(
         "--check-timeout",

@@ -156,6 +156,21 @@ def outcome(call: Callable[[], Any]) -> dict:
         return {"raised": type(exc).__name__, "message": str(exc)[:500], "kinds": kinds}
 
 
+def loss_report(impl, loss_fn: Callable, numbers: list[float], *args: Any, gradient: bool = True) -> dict:
+    """`loss_fn([Value(x) for x in numbers], *args)`: its type, its data and (grader's sweep) each input's grad."""
+    values = [impl.Value(x) for x in numbers]
+    loss = loss_fn(values, *args)
+    is_value = isinstance(loss, impl.Value)
+    if gradient and is_value:
+        sweep(loss)
+    return {
+        "is_value": is_value,
+        "type": type_name(loss),
+        "data": data_of(loss),
+        "grads": [v.grad for v in values] if gradient and is_value else None,
+    }
+
+
 def collecting_only_new_objects(run: Callable[[], Any]) -> Any:
     """`run()` with the objects alive now frozen (`gc.freeze`), so that collections walk only what it creates.
 

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.scenario import collecting_only_new_objects, data_of, scenario, sweep, type_name
+from autograder.kit.scenario import collecting_only_new_objects, data_of, loss_report, scenario, sweep, type_name
 
 XS = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]]
 YS = [1.0, -1.0, -1.0, 1.0]
@@ -23,17 +23,7 @@ LESSON_RUN = "lesson_model(1337), the lesson's xs and ys"
 @scenario
 def squared_error(impl, preds, targets, gradient=True):
     """squared_error_loss over Values made from `preds`: the loss and, through the grader's sweep, each grad."""
-    ps = [impl.Value(p) for p in preds]
-    loss = impl.train.squared_error_loss(ps, targets)
-    is_value = isinstance(loss, impl.Value)
-    if gradient and is_value:
-        sweep(loss)
-    return {
-        "is_value": is_value,
-        "type": type_name(loss),
-        "data": data_of(loss),
-        "grads": [p.grad for p in ps] if gradient and is_value else None,
-    }
+    return loss_report(impl, impl.train.squared_error_loss, preds, targets, gradient=gradient)
 
 
 @scenario

@@ -26,6 +26,7 @@ from autograder.kit.scenario import (
     collecting_only_new_objects,
     data_of,
     headline_expression,
+    loss_report,
     sanity_expression,
     scenario,
     sweep,
@@ -38,17 +39,7 @@ from autograder.kit.scenario import (
 @scenario
 def hinge(impl, scores, labels, gradient=True):
     """hinge_loss over Values made from `scores`: the loss and, through the grader's sweep, each score's grad."""
-    ss = [impl.Value(s) for s in scores]
-    loss = impl.classifier.hinge_loss(ss, labels)
-    is_value = isinstance(loss, impl.Value)
-    if gradient and is_value:
-        sweep(loss)
-    return {
-        "is_value": is_value,
-        "type": type_name(loss),
-        "data": data_of(loss),
-        "grads": [s.grad for s in ss] if gradient and is_value else None,
-    }
+    return loss_report(impl, impl.classifier.hinge_loss, scores, labels, gradient=gradient)
 
 
 @scenario
