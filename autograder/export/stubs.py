@@ -17,6 +17,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import EXERCISES, SOLUTIONS, edition_manifest, has_sources, parse, solution_files
+from autograder.grading.worker import stub_message
 
 MANIFEST = ".sync-manifest.json"
 
@@ -35,7 +36,7 @@ def stub_lines(task_ids: tuple[str, ...], indent: str) -> list[str]:
     also = "".join(f" Also task {t}: {registry.task(t).title}." for t in task_ids[1:])
     return [
         f"{indent}# TODO(task {own.id}): {own.title}. See the docstring above.{also}",
-        f'{indent}raise NotImplementedError("task {own.id}: {own.title}")',
+        f'{indent}raise NotImplementedError("{stub_message(own.id, own.title)}")',
     ]
 
 

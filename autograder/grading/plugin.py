@@ -19,6 +19,7 @@ and the results file only after every worker is gone.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib
 import importlib.util
@@ -29,6 +30,7 @@ import stat
 import sys
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -116,13 +118,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="when a check finds a wrong grad, draw your graph (wrong grads in red) next to the "
         "reference's as DIR/<test name>.svg",
     )
-    group.addoption("--record-reference", metavar="PATH", help=argparse_suppress())
-
-
-def argparse_suppress() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
+    group.addoption("--record-reference", metavar="PATH", help=argparse.SUPPRESS)  # the student edition's export
 
 
 class LearnerError(Exception):
@@ -314,14 +310,7 @@ class Grader:
         missing = [t for t in needed if t in status and status[t] != "passed"]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise LearnerError(
-                {
-                    "type": "waits",
-                    "task": missing[0],
-                    "message": f"waits for task {missing[0]} ({registry.task(missing[0]).title}){more}: "
-                    "this check runs your whole engine once they all pass",
-                }
-            )
+            raise LearnerError({"type": "waits", "task": missing[0], "more": more})
 
     def _call(self, worker: workers.Worker, request: dict, limit: float, task_id: str, load: bool = False) -> dict:
         try:
@@ -602,57 +591,63 @@ def reference(request: pytest.FixtureRequest) -> Reference:
     return Reference(request.config.stash[GRADER])
 
 
-def classify(exc: BaseException, task_id: str) -> tuple[str, str]:
+class Verdict(NamedTuple):
+    """A check's status, the message the learner reads, and the task it waits for (if it waits)."""
+
+    status: str
+    message: str
+    waits_for: str = ""
+
+
+def _waits(other: str, why: str) -> Verdict:
+    return Verdict("not started", f"waits for task {other} ({registry.task(other).title}){why}", other)
+
+
+def classify(exc: BaseException, task_id: str) -> Verdict:
     """Sort what a test raised into a status and a message for the learner."""
     if isinstance(exc, WaitsFor) and exc.task != task_id:
-        return "not started", f"waits for task {exc.task} ({registry.task(exc.task).title}): {exc.reason}"
+        return _waits(exc.task, f": {exc.reason}")
     if isinstance(exc, CheckFailed):
-        return "failed", exc.explain()
+        return Verdict("failed", exc.explain())
     if isinstance(exc, LearnerError):
         return _learner_status(exc.info, exc.output, task_id)
     if isinstance(exc, AssertionError):
-        return "failed", str(exc).split("\nassert ")[0] or "a check did not hold"
+        return Verdict("failed", str(exc).split("\nassert ")[0] or "a check did not hold")
     text = str(exc)
-    return "error", f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it"
+    return Verdict("error", f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it")
 
 
-def _learner_status(info: dict, output: str, task_id: str) -> tuple[str, str]:
+def _learner_status(info: dict, output: str, task_id: str) -> Verdict:
     kind, message, where = info.get("type", ""), info.get("message", ""), info.get("where", "")
     at = f"\nwhere:    {where}" if where else ""
     printed = f"\nprinted:  {output.strip()[:500]}" if output.strip() else ""
     if kind == "skipped":
-        return "timed out", message
+        return Verdict("timed out", message)
     if kind == "waits":
-        return "not started", message
+        return _waits(info["task"], f"{info.get('more', '')}: this check runs your whole engine once they all pass")
     if kind == "timed out":
-        return "timed out", f"stopped after the time limit: is there an endless loop?{at}"
+        return Verdict("timed out", f"stopped after the time limit: is there an endless loop?{at}")
     if kind == "NotImplementedError":
         other = info.get("stub_task")
         if other and other != task_id and other in registry.TASKS:
-            return (
-                "not started",
-                f"waits for task {other} ({registry.task(other).title}), which this check runs through",
-            )
-        return "not started", "the stub still raises NotImplementedError"
+            return _waits(other, ", which this check runs through")
+        return Verdict("not started", "the stub still raises NotImplementedError")
     if kind == "died":
-        return "error", message
+        return Verdict("error", message)
     if info.get("load"):
         if kind == "LearnerCodeError":
-            return "error", message
+            return Verdict("error", message)
         if kind == "SyntaxError":
-            return "error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)"
-        return "error", f"importing your file raised {kind}: {message}{at}"
+            return Verdict("error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)")
+        return Verdict("error", f"importing your file raised {kind}: {message}{at}")
     other = _other_task_that_raised(info, task_id)
-    if other and kind not in ("died",):
+    if other:
         text = message if len(message) <= 200 else message[:200] + "…"
-        return "not started", (
-            f"waits for task {other} ({registry.task(other).title}): this check runs through its "
-            f"code, which raised {kind}: {text}{at}"
-        )
+        return _waits(other, f": this check runs through its code, which raised {kind}: {text}{at}")
     if kind == "RecursionError":
-        return "error", f"RecursionError: the code recursed too deep{at}"
+        return Verdict("error", f"RecursionError: the code recursed too deep{at}")
     text = message if len(message) <= 300 else message[:300] + "…"
-    return "error", f"your code raised {kind}: {text}{at}{printed}"
+    return Verdict("error", f"your code raised {kind}: {text}{at}{printed}")
 
 
 def _other_task_that_raised(info: dict, task_id: str) -> str | None:
@@ -687,10 +682,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 item.name,
                 scorecard.grade_command(result.task, grader.impl_option),
             )
-        result.status, result.message = classify(call.excinfo.value, result.task)
+        result.status, result.message, result.waits_for = classify(call.excinfo.value, result.task)
         result.settled = True
-        if result.status == "not started" and result.message.startswith("waits for task "):
-            result.waits_for = result.message.split()[3]
     if call.when == "teardown":
         _save_progress(grader)
     return rep

@@ -35,11 +35,16 @@ from autograder.kit import scenario as scenario_kit
 MAX_OUTPUT = 4000  # characters of the learner's printing kept per call
 MAX_MESSAGE = 2000
 SOFT_TIMEOUT = hasattr(signal, "setitimer")
-STUB = re.compile(r"^task (\d+\.\d+): ")  # the message of a stub's NotImplementedError (export.stubs writes it)
+STUB = re.compile(r"^task (\d+\.\d+): ")  # the message of a stub's NotImplementedError: see stub_message
 
 
 class CheckTimedOut(BaseException):
     """The call's own time is up (a BaseException, so that `except Exception` in learner code cannot swallow it)."""
+
+
+def stub_message(task_id: str, title: str) -> str:
+    """What a stub's NotImplementedError says (`export.stubs` writes it; `stub_task` reads the id back)."""
+    return f"task {task_id}: {title}"
 
 
 def stub_task(exc: BaseException) -> str | None:
