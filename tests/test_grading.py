@@ -198,3 +198,30 @@ def test_the_readme_shows_what_a_fresh_clone_prints(fresh_run):
     for block in blocks:
         for line in block.splitlines():
             assert line in printed, f"README line not in the grader's output: {line!r}"
+
+
+def test_a_worker_that_cannot_start_stops_the_run_with_its_error(monkeypatch):
+    """The grader's fault (here: a worker interpreter that dies at once) is one clear error, not a failed check."""
+    import sys
+
+    import pytest
+
+    from autograder.grading import runner, workers
+
+    broken = [sys.executable, "-c", "import sys; sys.exit('ModuleNotFoundError: no module named autograder')"]
+    monkeypatch.setattr(workers, "_python", lambda: broken)
+    for start in ("fork", "spawn"):
+        with pytest.raises(RuntimeError) as caught:
+            runner.grade("solutions", lessons=[2], extra=["--workers", start])
+        assert "the grader's worker process could not start" in str(caught.value), start
+        assert "no module named autograder" in str(caught.value), start
+
+
+
+def test_workers_import_the_grader_that_runs_them_whatever_the_install_says():
+    """A checkout moved after `pip install -e` must not leave the workers importing another (or no) `autograder`."""
+    import os
+
+    from autograder.grading import workers
+
+    assert workers._env()["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)

@@ -272,11 +272,14 @@ class Grader:
         failure = next((self.file_failures[f] for f in learner_files(task_id) if f in self.file_failures), None)
         if failure:
             raise LearnerError(failure)
-        worker = self.workers.get(task_id)
-        if worker.dead:  # the previous check crashed it: a fresh worker for the task's other checks
-            self.prepare(task_id)
-            self.loaded.discard(task_id)
+        try:
             worker = self.workers.get(task_id)
+            if worker.dead:  # the previous check crashed it: a fresh worker for the task's other checks
+                self.prepare(task_id)
+                self.loaded.discard(task_id)
+                worker = self.workers.get(task_id)
+        except workers.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
+            pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
         limit = self.timeout + KILL_GRACE
         if task_id not in self.loaded:
             self.loaded.add(task_id)

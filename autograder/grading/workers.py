@@ -26,10 +26,22 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder.grading import sandbox, wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (the zygote may be importing torch)
+
+
+class StartFailed(Exception):
+    """The grader's own worker process could not start (a broken install, say): no learner code has run yet."""
+
+
+def _tail(log, limit: int = 2000) -> str:
+    """The end of what a process wrote to `log` (a file it had as stderr): its last error, usually."""
+    log.seek(0)
+    text = log.read().decode("utf-8", "replace").strip()
+    return text[-limit:] or "it ended without a word"
 
 
 class WorkerGone(Exception):
@@ -121,6 +133,8 @@ class Zygote:
 
     def __init__(self, python: list[str], preload: tuple[str, ...], cwd: str, env: dict):
         mine, theirs = socket.socketpair()
+        # the zygote's own errors only: a forked worker points its stderr at /dev/null before any learner code runs
+        self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [*python, "zygote", str(theirs.fileno()), *preload],
             pass_fds=(theirs.fileno(),),
@@ -128,11 +142,12 @@ class Zygote:
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
         )
         theirs.close()
         self.ctrl = mine
         self.forking: list[Worker] = []  # asked for, in order; the zygote answers in the same order
+        self.forked = 0
         self.broken = False
 
     @property
@@ -151,7 +166,10 @@ class Zygote:
         if not fds:
             worker.dead = True
             self.broken = True  # its answers may now be out of step with the requests: never reuse it
+            if self.forked == 0 and self.process.poll() is not None:  # it never started: the grader's fault
+                raise StartFailed(f"the grader's worker process could not start:\n{_tail(self.log)}")
             return
+        self.forked += 1
         worker.sock = socket.socket(fileno=fds[0])
         greet(worker)
 
@@ -162,6 +180,7 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.log.close()
 
 
 def _python() -> list[str]:
@@ -170,7 +189,10 @@ def _python() -> list[str]:
 
 def _env() -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "AUTOGRADER"))}
-    return {**env, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+    # the workers import the very `autograder` this process runs, whatever the install says (a moved checkout)
+    package_root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    return {**env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
 
 
 class Zygotes:
@@ -219,6 +241,7 @@ class Workers:
         self._zygotes = Zygotes() if zygotes is None else zygotes
         self._listener: socket.socket | None = None
         self._spawned: list[subprocess.Popen] = []
+        self._connected = False  # once one spawned worker has come up, a later one that dies is the learner's doing
         self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
 
     def prepare(self, task: str, setup: dict, setup_timeout: float, preload: tuple[str, ...] = ()) -> None:
@@ -260,23 +283,31 @@ class Workers:
         token = secrets.token_hex(16)
         port = self._listener.getsockname()[1]
         kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32" else {}
+        log = tempfile.TemporaryFile()  # its own errors until it connects; then stderr goes to /dev/null
         proc = subprocess.Popen(
             [*_python(), "connect", str(port), token, json.dumps({**self.options, "preload": list(preload)})],
             cwd=self._cwd,
             env=_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=log,
             **kwargs,
         )
         self._spawned.append(proc)
-        self._listener.settimeout(START_TIMEOUT)
+        self._listener.settimeout(0.1)  # short, so that a worker that dies on the way is seen at once
+        end = time.monotonic() + START_TIMEOUT
         while True:
             try:
                 conn, _ = self._listener.accept()
             except TimeoutError:
+                if proc.poll() is not None and not self._connected:
+                    with log:
+                        raise StartFailed(f"the grader's worker process could not start:\n{_tail(log)}") from None
+                if proc.poll() is None and time.monotonic() < end:
+                    continue
                 proc.kill()
                 worker.dead = True
+                log.close()
                 return
             conn.settimeout(START_TIMEOUT)
             line = b""
@@ -288,6 +319,8 @@ class Workers:
             conn.settimeout(None)
             if line.strip() == token.encode():
                 worker.sock = conn
+                self._connected = True
+                log.close()
                 return
             conn.close()  # not ours: someone else on the loopback
 
@@ -295,7 +328,10 @@ class Workers:
         """Kill every worker of the run, and the zygotes unless they are shared; return when they are all gone."""
         for zygote in self._zygotes.started():
             while zygote.forking:
-                zygote.receive(self._greet)
+                try:
+                    zygote.receive(self._greet)
+                except StartFailed:
+                    pass  # already told, or never needed: closing must go on
         for worker in self.workers.values():
             worker.kill()
         for proc in self._spawned:
