@@ -217,7 +217,6 @@ def test_a_worker_that_cannot_start_stops_the_run_with_its_error(monkeypatch):
         assert "no module named autograder" in str(caught.value), start
 
 
-
 def test_workers_import_the_grader_that_runs_them_whatever_the_install_says():
     """A checkout moved after `pip install -e` must not leave the workers importing another (or no) `autograder`."""
     import os
