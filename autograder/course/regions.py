@@ -119,8 +119,8 @@ def tasks_of_scope(module: str, scope: str) -> frozenset[str]:
 
 
 def has_sources(root: Path = SOLUTIONS) -> bool:
-    """False in a student edition, whose reference is bytecode only."""
-    return any(root.glob("*.py"))
+    """False in a student edition, whose reference is bytecode only (one stat: the grader asks often)."""
+    return (root / "engine.py").is_file()
 
 
 def edition_manifest() -> dict:

@@ -20,6 +20,7 @@ and the results file only after every worker is gone.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import importlib
 import importlib.util
@@ -153,6 +154,7 @@ class Grader:
         self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
         self.file_failures: dict[str, dict] = {}  # learner file -> why it does not load
         self.timed_out: dict[str, str] = {}  # task -> the check that timed out (its later checks are skipped)
+        self.asked: dict[str, list[dict]] = {}  # task -> the scenario calls its checks made, in order
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
         self.new_answers = False
         self._answers: dict | None = None
@@ -220,6 +222,7 @@ class Grader:
             "other_owners": sorted(others),
             "learner": self.learner_sources(learner_files(task_id)),
             "reference": None if whole else reference_without(task_id),
+            "scenarios": {name: scenario_source(name) for name in lesson_modules(task_id)},
         }
 
     def start_workers(self) -> None:
@@ -239,20 +242,73 @@ class Grader:
         self.workers = workers.Workers(
             self.level, self.memory_mb, sandbox.hidden_paths(hidden), self.config.getoption("workers"), self.zygotes
         )
-        for task_id in self.results.selected:
-            self.prepare(task_id)
+        plans = self.call_plans()
+        try:
+            for task_id in sorted(filter(self.selects, registry.TASKS), key=registry.sort_key):
+                self.prepare(task_id, plans.get(task_id, []))
+        except workers.StartFailed as exc:
+            pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 
-    def prepare(self, task_id: str) -> None:
+    def prepare(self, task_id: str, plan: list[dict] = ()) -> None:
+        """A worker for the task, sent ahead the calls of `plan` (what earlier runs asked of this task, in order)."""
         preload = ("torch",) if module_of(task_id) == "torch_bridge" else ()  # the learner's code there uses torch
-        self.workers.prepare(task_id, self.setup_for(task_id), self.timeout + KILL_GRACE, preload)
+        limit = self.timeout + KILL_GRACE
+        planned = [(self.load_request(), limit)] if plan else []
+        for call in plan:
+            try:
+                planned.append(
+                    (self.run_request(task_id, call["file"], call["name"], call["args"], call["kwargs"]), limit)
+                )
+            except (KeyError, TypeError, OSError, SyntaxError):
+                break  # a plan from other test files: what is left of it will not match anyway
+        self.workers.prepare(task_id, self.setup_for(task_id), limit, preload, planned)
 
-    def start_zygote(self) -> None:
-        """Start the zygote before collection, so that its start-up overlaps with collecting the tests."""
+    def load_request(self) -> dict:
+        return {"op": "load", "timeout": self.timeout}
+
+    def run_request(self, task_id: str, file: str, name: str, args: list, kwargs: dict) -> dict:
+        """Run scenario `name` of test file `file`; its source goes along unless the task's setup had it."""
+        request = {"op": "run", "file": file, "name": name, "args": list(args), "kwargs": kwargs}
+        if file not in lesson_modules(task_id):
+            request["source"] = scenario_source(file)
+        return {**request, "timeout": self.timeout}
+
+    def call_plans(self) -> dict[str, list[dict]]:
+        """The calls each task's checks made in earlier runs of these test files (read from disk where safe)."""
+        fingerprint = lessons_fingerprint()
+        plans = _PLANS.setdefault(fingerprint, {})
+        if not plans and self.level != sandbox.PROCESSES:  # only there could learner code have written the file
+            try:
+                path = PLAN_CACHE / f"{fingerprint}.json"
+                if path.stat().st_size < MAX_PLAN_FILE:
+                    plans.update(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                pass
+        return plans
+
+    def save_plans(self) -> None:
+        """Keep this run's calls for the next run: a task's calls replace its plan unless they are its beginning."""
+        plans = self.call_plans() if self.asked else {}
+        changed = False
+        for task_id, calls in self.asked.items():
+            if plans.get(task_id, [])[: len(calls)] != calls:
+                plans[task_id], changed = calls, True
+        if changed and self.level != sandbox.PROCESSES:
+            try:
+                PLAN_CACHE.mkdir(parents=True, exist_ok=True)
+                for stale in PLAN_CACHE.glob("*.json"):  # plans of test files that have changed since
+                    stale.unlink()
+                (PLAN_CACHE / f"{lessons_fingerprint()}.json").write_text(json.dumps(plans, separators=(",", ":")))
+            except OSError:
+                pass  # a plan that cannot be kept only costs time
+
+    def start(self) -> None:
+        """Start the workers before collection: they set up, and answer planned calls, while the tests load."""
         self.zygotes = self.config.stash.get(ZYGOTES, None)
         if self.zygotes is None:
             self.zygotes, self.own_zygotes = workers.Zygotes(), True
-        if not self.config.option.collectonly and self.config.getoption("workers") == "fork" and hasattr(os, "fork"):
-            self.zygotes.get(())
+        if not self.config.option.collectonly:
+            self.start_workers()
 
     def stop_workers(self) -> None:
         if self.workers:
@@ -267,35 +323,37 @@ class Grader:
     def run(self, task_id: str, fn, args: tuple, kwargs: dict) -> object:
         if task_id in self.timed_out:
             raise LearnerError({"type": "skipped", "message": self.timed_out[task_id]})
-        module = module_of(task_id)
         self.check_prerequisites(task_id)  # a capstone waiting for a broken file's tasks says so, before the file
         failure = next((self.file_failures[f] for f in learner_files(task_id) if f in self.file_failures), None)
         if failure:
             raise LearnerError(failure)
+        request = self.run_request(task_id, fn.__module__, fn.__name__, args, kwargs)
+        self.asked.setdefault(task_id, []).append(
+            {"file": fn.__module__, "name": fn.__name__, "args": request["args"], "kwargs": kwargs}
+        )
         try:
-            worker = self.workers.get(task_id)
-            if worker.dead:  # the previous check crashed it: a fresh worker for the task's other checks
+            try:
+                return self._run(task_id, request)
+            except workers.Diverged:  # this run's calls are not the plan's: a fresh worker runs just what is asked
                 self.prepare(task_id)
                 self.loaded.discard(task_id)
-                worker = self.workers.get(task_id)
+                return self._run(task_id, request)
         except workers.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
             pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
+
+    def _run(self, task_id: str, request: dict) -> object:
+        worker = self.workers.get(task_id)
+        if worker.ended:  # the previous check crashed it: a fresh worker for the task's other checks
+            self.prepare(task_id)
+            self.loaded.discard(task_id)
+            worker = self.workers.get(task_id)
         limit = self.timeout + KILL_GRACE
         if task_id not in self.loaded:
             self.loaded.add(task_id)
-            reply = self._call(worker, {"op": "load", "timeout": self.timeout}, limit, task_id, load=True)
+            reply = self._call(worker, self.load_request(), limit, task_id, load=True)
             if "error" in reply:
-                self.file_failures[module] = {**reply["error"], "load": True}
+                self.file_failures[module_of(task_id)] = {**reply["error"], "load": True}
                 raise LearnerError(reply["error"], reply.get("output", ""))
-        request = {
-            "op": "run",
-            "file": fn.__module__,
-            "source": scenario_source(fn.__module__),
-            "name": fn.__name__,
-            "args": list(args),
-            "kwargs": kwargs,
-            "timeout": self.timeout,
-        }
         reply = self._call(worker, request, limit, task_id)
         if "error" in reply:
             if reply["error"].get("type") == "timed out":
@@ -318,6 +376,8 @@ class Grader:
     def _call(self, worker: workers.Worker, request: dict, limit: float, task_id: str, load: bool = False) -> dict:
         try:
             return worker.call(request, limit)
+        except workers.Diverged:
+            raise
         except workers.WorkerGone as exc:
             info = {"type": "timed out" if exc.timed_out else "died", "message": f"the check's process {exc}"}
             if exc.timed_out and load:
@@ -404,14 +464,49 @@ def reference_without(task_id: str) -> dict[str, str]:
 
 @cache
 def scenario_source(module_name: str) -> str:
-    """The source of a test file's `@scenario` functions, and nothing else of it."""
-    module = sys.modules[module_name]
-    parts = [
-        inspect.getsource(obj)
-        for obj in vars(module).values()
-        if inspect.isfunction(obj) and getattr(obj, SCENARIO_FLAG, False) and obj.__module__ == module_name
-    ]
+    """The source of a test file's `@scenario` functions, and nothing else of it.
+
+    Read from the file, so that a run can send planned calls before pytest imports the test files.
+    """
+    module = sys.modules.get(module_name)
+    if module is not None:
+        path = Path(module.__file__)
+    elif module_name.startswith(f"{__package__.rpartition('.')[0]}.lessons."):
+        path = LESSONS / f"{module_name.rpartition('.')[2]}.py"
+    else:
+        raise OSError(f"no file known for {module_name}")
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    parts = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and any(_is_scenario(d) for d in node.decorator_list):
+            first = min(d.lineno for d in node.decorator_list)
+            parts.append("".join(lines[first - 1 : node.end_lineno]))
     return "\n\n".join(parts)
+
+
+def _is_scenario(decorator: ast.expr) -> bool:
+    return (isinstance(decorator, ast.Name) and decorator.id == "scenario") or (
+        isinstance(decorator, ast.Attribute) and decorator.attr == "scenario"
+    )
+
+
+@cache
+def lesson_modules(task_id: str) -> tuple[str, ...]:
+    """The test modules of the task's lesson (`autograder.lessons.test_06_backward`): where its scenarios are."""
+    number = registry.task(task_id).lesson
+    return tuple(
+        f"{__package__.rpartition('.')[0]}.lessons.{p.stem}" for p in sorted(LESSONS.glob(f"test_{number:02d}_*.py"))
+    )
+
+
+@cache
+def lessons_fingerprint() -> str:
+    """What the calls of a run depend on: the grading tests and the helpers they use."""
+    digest = hashlib.sha256()
+    for path in sorted([*LESSONS.glob("*.py"), *(LESSONS.parent / "kit").glob("*.py")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:24]
 
 
 class Learner:
@@ -470,6 +565,19 @@ class Reference:
             self.grader.recording[key] = known[cached]
         return known[cached]
 
+    def compute(self, fn, *args):
+        """`fn(*args)` as plain data, computed here once and kept with the reference's answers.
+
+        For expected values that need a heavy library (`kit.torch_values`): once
+        they are known, a run never imports it.
+        """
+        known = self.grader.known_answers()
+        cached = f"{hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]}:{answer_key(fn, args, {})}"
+        if cached not in known:
+            known[cached] = to_plain(fn(*args))
+            self.grader.new_answers = True
+        return known[cached]
+
 
 def answer_key(fn, args: tuple, kwargs: dict) -> str:
     """How a reference answer is filed: the scenario's file and name, and its arguments (hashed when long)."""
@@ -485,12 +593,17 @@ def reference_fingerprint() -> str:
     digest = hashlib.sha256(sys.version.encode())
     for path in sorted(SOLUTIONS.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    torch = sys.modules.get("torch")
-    digest.update(getattr(torch, "__version__", "").encode())
+    torch = importlib.util.find_spec("torch")  # its version file, without importing it
+    if torch is not None and torch.origin:
+        version = Path(torch.origin).with_name("version.py")
+        digest.update(version.read_bytes() if version.is_file() else torch.origin.encode())
     return digest.hexdigest()[:24]
 
 
 ANSWER_CACHE = REPO / ".cache" / "reference-answers"
+PLAN_CACHE = REPO / ".cache" / "call-plans"
+MAX_PLAN_FILE = 50_000_000
+_PLANS: dict[str, dict] = {}  # lessons fingerprint -> task -> calls, for a process that grades again (watch mode)
 
 
 @cache
@@ -578,8 +691,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
     grader.results.selected = sorted({r.task for r in grader.results.tests}, key=registry.sort_key)
-    if not config.option.collectonly:
-        grader.start_workers()
 
 
 @pytest.fixture
@@ -709,7 +820,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[GRADER].start_zygote()
+    session.config.stash[GRADER].start()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -718,6 +829,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     grader = session.config.stash[GRADER]
     grader.stop_workers()
     grader.save_answers()
+    grader.save_plans()
     grader.results.complete = True
     if grader.recording is not None:
         Path(session.config.getoption("record_reference")).write_text(

@@ -139,6 +139,7 @@ class Worker:
         self.sock = sock
         self.impl: Implementation | None = None
         self.namespaces: dict[str, dict] = {}
+        self.sources: dict[str, str] = {}  # test file -> its scenarios' source, sent once with the setup
         self.load_failure: dict | None = None
 
     def serve(self) -> None:
@@ -159,11 +160,12 @@ class Worker:
         op = request["op"]
         if op == "setup":
             self.impl = Implementation(request)
+            self.sources = dict(request.get("scenarios") or {})
             return {"ok": True}
         if op == "load":
             return self._call(lambda: self._load(), request["timeout"])
         if op == "run":
-            namespace = self._namespace(request["file"], request["source"])
+            namespace = self._namespace(request["file"], request.get("source") or self.sources[request["file"]])
             fn = namespace[request["name"]]
             args, kwargs = request.get("args", []), request.get("kwargs", {})
             return self._call(lambda: to_plain(fn(self.impl, *args, **kwargs)), request["timeout"])

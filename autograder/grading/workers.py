@@ -24,7 +24,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,45 +54,106 @@ class WorkerGone(Exception):
         self.timed_out = timed_out
 
 
-@dataclass
+class Diverged(WorkerGone):
+    """The run asked for something other than what the worker was sent ahead: it must start over, fresh."""
+
+    def __init__(self):
+        super().__init__("was sent ahead calls that this run did not make")
+
+
+@dataclass(eq=False)
+class Request:
+    """One request to a worker, from the moment it is queued until the grader takes its reply."""
+
+    frame: bytes  # as sent: two requests are the same request exactly when their frames are equal
+    limit: float  # wall seconds the worker has for it, counted from when it can start on it
+    planned: bool = False  # sent ahead because earlier runs made this call here; nobody has asked for it yet
+    setup: bool = False  # the task's sources: its reply is checked, never handed to a scenario
+    reply: dict | None = None
+    gone: Exception | None = None  # WorkerGone, or StartFailed when the grader's own process could not start
+
+    @property
+    def settled(self) -> bool:
+        return self.reply is not None or self.gone is not None
+
+
+@dataclass(eq=False)
 class Worker:
-    """One task's worker, seen from the trusted side."""
+    """One task's worker, seen from the trusted side.
+
+    Its requests are answered in order. `Workers`' dispatcher thread sends them
+    and reads the replies; the grader's thread queues a request with `call` and
+    waits for its reply. Requests sent ahead (`planned`) are answered before
+    anyone asks; `call` takes such an answer only if it asks for exactly that
+    request, in that order, so the worker has run what it would have run anyway.
+    """
 
     task: str
+    cond: threading.Condition
+    wake: object  # callable: tells the dispatcher there is something to send
     sock: socket.socket | None = None
     pid: int = 0
     group: bool = False
+    greeted: bool = False
     dead: bool = False
-    setup: tuple | None = None  # (request, timeout) to send before the first call
-    pending: list = field(default_factory=list)  # requests sent ahead (setup) whose replies are not read yet
+    requests: deque = field(default_factory=deque)  # not yet taken by the grader, oldest first
+    sent: int = 0  # how many of `requests` have been written (all of them before any unwritten one)
+    started: float | None = None  # when the oldest sent, unanswered request could start (its deadline counts)
+    inbuf: bytearray = field(default_factory=bytearray)
+    outbuf: bytearray = field(default_factory=bytearray)
 
     def call(self, request: dict, timeout: float) -> dict:
         """Send one request; return the worker's reply, or raise WorkerGone (and kill it) if none comes in time."""
-        if self.dead:
-            raise WorkerGone("the check's process had already ended")
-        try:
-            self.sock.settimeout(timeout)  # a worker that stops reading cannot block the grader's send either
-            self._drain_pending()
-            wire.send(self.sock, request)
-            return wire.receive(self.sock, time.monotonic() + timeout)
-        except (wire.Deadline, TimeoutError):
-            self.kill()
-            raise WorkerGone(f"did not finish within {timeout:g} s and was stopped", timed_out=True) from None
-        except (wire.Closed, OSError):
-            self.kill()
-            raise WorkerGone("ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)") from None
-        except wire.WireError as exc:
-            self.kill()
-            raise WorkerGone(f"sent something that is not an answer: {exc}") from None
+        frame = wire.encode(request)
+        with self.cond:
+            self._take_setup()
+            head = self.requests[0] if self.requests else None
+            if head is not None and head.planned:
+                if head.frame != frame:
+                    self.kill()
+                    raise Diverged()
+                head.planned = False
+                if self.requests.index(head) >= self.sent:  # still unsent: it no longer waits for a free slot
+                    self.wake()
+            elif head is None and self.dead:
+                raise WorkerGone("the check's process had already ended")
+            else:
+                head = Request(frame, timeout)
+                self.requests.append(head)
+                self.wake()
+            self._wait(head)
+            self.requests.popleft()
+            self.sent -= 1
+        if head.gone is not None:
+            raise head.gone
+        return head.reply
 
-    def _drain_pending(self) -> None:
-        while self.pending:
-            timeout = self.pending.pop(0)
-            reply = wire.receive(self.sock, time.monotonic() + timeout)
-            if "error" in reply:
-                raise wire.WireError(f"could not set up: {reply['error'].get('message', '')}")
+    @property
+    def ended(self) -> bool:
+        """Dead, with no answer left to hand out: a new worker must take the task's next call."""
+        return self.dead and not self.requests
 
-    def kill(self) -> None:
+    def _take_setup(self) -> None:
+        while self.requests and self.requests[0].setup:
+            setup = self.requests[0]
+            self._wait(setup)  # it was sent as soon as the worker came up
+            self.requests.popleft()
+            self.sent -= 1
+            if setup.gone is not None:
+                raise setup.gone
+            if "error" in setup.reply:
+                self.kill()
+                message = setup.reply["error"].get("message", "") if isinstance(setup.reply["error"], dict) else ""
+                raise WorkerGone(f"sent something that is not an answer: could not set up: {message}")
+
+    def _wait(self, request: Request) -> None:
+        while not request.settled:
+            self.cond.wait(1.0)
+
+    # --- the dispatcher's side: called with `cond` held --------------------------------------------------------------
+
+    def kill(self, why: Exception | None = None) -> None:
+        """Kill the process, settle the request it was running with `why`, and drop the ones it never started."""
         if self.dead:
             return
         self.dead = True
@@ -105,6 +168,54 @@ class Worker:
             _wait_gone(self.pid)
         if self.sock:
             self.sock.close()
+        running = self._running()
+        if running is None and why is not None:  # it never came up: the first request waiting learns why
+            running = next((r for r in self.requests if not r.settled), None)
+        if running is not None:  # the grader may still ask for it: it gets what a non-speculating run would get
+            running.gone = why or WorkerGone(
+                "ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)"
+            )
+        self.requests = deque(r for r in self.requests if r.settled)  # what it never started is forgotten
+        self.sent = len(self.requests)
+        self.started = None
+        self.cond.notify_all()
+
+    def _running(self) -> Request | None:
+        return next((r for r in list(self.requests)[: self.sent] if not r.settled), None)
+
+    def next_unsent(self) -> Request | None:
+        return self.requests[self.sent] if self.sent < len(self.requests) else None
+
+    @property
+    def busy(self) -> bool:
+        return not self.dead and self._running() is not None
+
+    def send(self, request: Request) -> None:
+        if not self.busy:
+            self.started = time.monotonic()
+        self.outbuf += request.frame
+        self.sent += 1
+
+    def received(self, frame: dict) -> None:
+        """A frame from the worker: its greeting first, then one reply per request, in order."""
+        if not self.greeted:
+            self.greeted = True
+            self.pid, self.group = int(frame["pid"]), bool(frame["group"])
+            return
+        running = self._running()
+        if running is None:
+            raise wire.WireError("an answer nobody asked for")
+        running.reply = frame
+        self.started = time.monotonic() if self._running() is not None else None
+        error = frame.get("error")
+        if isinstance(error, dict) and error.get("type") == "timed out":
+            self.kill()  # its task's later checks are skipped: nothing more to run here
+        self.cond.notify_all()
+
+    def deadline(self) -> float | None:
+        """When the request it is running must be answered by (None if it runs nothing)."""
+        running = None if self.dead or self.started is None else self._running()
+        return None if running is None else self.started + running.limit
 
 
 def _wait_gone(pid: int, timeout: float = 5.0) -> None:
@@ -147,6 +258,7 @@ class Zygote:
         theirs.close()
         self.ctrl = mine
         self.forking: list[Worker] = []  # asked for, in order; the zygote answers in the same order
+        self.asked: list[float] = []  # when each of `forking` was asked for
         self.forked = 0
         self.broken = False
 
@@ -155,23 +267,39 @@ class Zygote:
         return not self.broken and self.process.poll() is None
 
     def fork(self, worker: Worker, options: dict) -> None:
-        wire.send(self.ctrl, options)
         self.forking.append(worker)
+        self.asked.append(time.monotonic())
+        wire.send(self.ctrl, options)
 
-    def receive(self, greet) -> None:
-        """Take the next forked worker's socket from the zygote."""
+    def abandon(self) -> None:
+        """It died: the workers asked of it will never come, and learn why (called with the dispatcher's lock)."""
+        self.broken = True
+        never_started = self.forked == 0 and self.process.poll() is not None
+        for worker in self.forking:
+            reason = StartFailed(f"the grader's worker process could not start:\n{_tail(self.log)}")
+            worker.kill(reason if never_started else WorkerGone("could not be started"))
+        self.forking.clear()
+        self.asked.clear()
+
+    def take(self) -> tuple[Worker, socket.socket | None, Exception | None]:
+        """When its socket is readable: the next forked worker, its socket, or why there is none."""
         worker = self.forking.pop(0)
-        ready = select.select([self.ctrl], [], [], START_TIMEOUT)[0]
-        fds = socket.recv_fds(self.ctrl, 1024, 1)[1] if ready else []
-        if not fds:
-            worker.dead = True
-            self.broken = True  # its answers may now be out of step with the requests: never reuse it
-            if self.forked == 0 and self.process.poll() is not None:  # it never started: the grader's fault
-                raise StartFailed(f"the grader's worker process could not start:\n{_tail(self.log)}")
-            return
-        self.forked += 1
-        worker.sock = socket.socket(fileno=fds[0])
-        greet(worker)
+        self.asked.pop(0)
+        try:
+            fds = socket.recv_fds(self.ctrl, 1024, 1)[1]
+        except OSError:
+            fds = []
+        if fds:
+            self.forked += 1
+            return worker, socket.socket(fileno=fds[0]), None
+        self.broken = True  # its answers may now be out of step with the requests: never reuse it
+        try:
+            self.process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.forked == 0 and self.process.poll() is not None:  # it never started: the grader's fault
+            return worker, None, StartFailed(f"the grader's worker process could not start:\n{_tail(self.log)}")
+        return worker, None, WorkerGone("could not be started")
 
     def close(self) -> None:
         self.ctrl.close()
@@ -208,6 +336,7 @@ class Zygotes:
         zygote = self._zygotes.get(preload)
         if zygote is None or not zygote.usable:
             if zygote is not None:
+                zygote.abandon()
                 zygote.close()
             zygote = self._zygotes[preload] = Zygote(_python(), preload, self._cwd, _env())
         return zygote
@@ -226,7 +355,14 @@ class Zygotes:
 
 
 class Workers:
-    """All the workers of one grading run."""
+    """All the workers of one grading run, and the dispatcher thread that talks to them.
+
+    The dispatcher sends every request the grader asks for at once, and keeps
+    the deadlines. While the grader is busy elsewhere (collecting the tests,
+    importing torch, judging), it also sends *planned* requests, the calls
+    earlier runs made, to at most `slots` workers at a time (one per core), so
+    that the learner's code is already answering when the grader gets to ask.
+    """
 
     def __init__(
         self, level: str, memory_mb: int, hidden: list[str], start: str = "fork", zygotes: Zygotes | None = None
@@ -240,39 +376,160 @@ class Workers:
         self._spawned: list[subprocess.Popen] = []
         self._connected = False  # once one spawned worker has come up, a later one that dies is the learner's doing
         self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
+        self.slots = max(1, os.cpu_count() or 1)
+        self.cond = threading.Condition()
+        self._all: list[Worker] = []  # every worker of the run, replaced ones too, in the order they were asked for
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._closing = False
+        self._thread = threading.Thread(target=self._dispatch, name="autograder-dispatcher", daemon=True)
+        self._thread.start()
 
-    def prepare(self, task: str, setup: dict, setup_timeout: float, preload: tuple[str, ...] = ()) -> None:
-        """Ask for a worker for `task` now; its setup is sent, and its replies read, at its first call."""
-        worker = Worker(task, setup=(setup, setup_timeout))
-        self.workers[task] = worker
-        if self.start == "fork":
-            self._zygotes.get(preload).fork(worker, self.options)
-        else:
-            self._spawn(worker, preload)
-            self._greet(worker)
+    def prepare(
+        self,
+        task: str,
+        setup: dict,
+        setup_timeout: float,
+        preload: tuple[str, ...] = (),
+        planned: list[tuple[dict, float]] = (),
+    ) -> None:
+        """Start a worker for `task`: its setup is sent at once, then `planned` requests as slots free up."""
+        worker = Worker(task, self.cond, self._wake)
+        worker.requests.append(Request(wire.encode(setup), setup_timeout, planned=True, setup=True))
+        worker.requests.extend(Request(wire.encode(body), limit, planned=True) for body, limit in planned)
+        with self.cond:
+            self.workers[task] = worker
+            self._all.append(worker)
+            if self.start == "fork":
+                self._zygotes.get(preload).fork(worker, self.options)
+            else:
+                self._spawn(worker, preload)
+        self._wake()
 
     def get(self, task: str) -> Worker:
-        worker = self.workers[task]
-        for zygote in self._zygotes.started():
-            while worker.sock is None and not worker.dead and worker in zygote.forking:
-                zygote.receive(self._greet)
-        if worker.setup is not None:
-            setup, timeout = worker.setup
-            worker.setup = None
-            try:
-                wire.send(worker.sock, setup)
-                worker.pending.append(timeout)
-            except OSError:
-                worker.kill()
-        return worker
+        return self.workers[task]
 
-    def _greet(self, worker: Worker) -> None:
-        """The worker's first frame says which pid to kill (its namespace's PID 1, or its process group)."""
+    def _wake(self) -> None:
         try:
-            hello = wire.receive(worker.sock, time.monotonic() + START_TIMEOUT)
-            worker.pid, worker.group = int(hello["pid"]), bool(hello["group"])
-        except (wire.Deadline, wire.Closed, wire.WireError, KeyError, TypeError, ValueError):
-            worker.kill()
+            os.write(self._wake_w, b".")
+        except (BlockingIOError, OSError):
+            pass  # a full pipe wakes it all the same
+
+    # --- the dispatcher thread ---------------------------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        try:
+            while True:
+                with self.cond:
+                    if self._closing:
+                        return
+                    self._fill()
+                    readers, writers, timeout = self._watch()
+                readable, writable, _ = select.select(readers, writers, [], timeout)
+                with self.cond:
+                    if self._closing:
+                        return
+                    self._io(readable, writable)
+                    self._expire()
+        except BaseException as exc:  # noqa: BLE001 - a grader bug must not leave the test thread waiting forever
+            with self.cond:
+                for worker in self._all:
+                    worker.kill(WorkerGone(f"was lost by the grader ({type(exc).__name__}: {exc}); please report it"))
+
+    def _fill(self) -> None:
+        """Send what was asked for; send planned requests while fewer than `slots` workers run planned ones."""
+        busy = sum(1 for w in self._all if w.busy)
+        for worker in self._all:
+            if worker.dead or not worker.greeted:  # in the sandbox its greeting comes from another process: first
+                continue
+            while (request := worker.next_unsent()) is not None:
+                if request.planned and not request.setup and (worker.busy or busy >= self.slots):
+                    break
+                was_busy = worker.busy
+                worker.send(request)
+                busy += worker.busy and not was_busy
+            if worker.outbuf:  # most requests fit in the socket's buffer: no need to wait for select
+                try:
+                    del worker.outbuf[: worker.sock.send(worker.outbuf)]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    worker.kill()
+
+    def _watch(self) -> tuple[list, list, float | None]:
+        readers, writers = [self._wake_r], []
+        for zygote in self._zygotes.started():
+            if zygote.forking:
+                readers.append(zygote.ctrl)
+        for worker in self._all:
+            if worker.sock is not None and not worker.dead:
+                readers.append(worker.sock)
+                if worker.outbuf:
+                    writers.append(worker.sock)
+        deadlines = [d for w in self._all if (d := w.deadline()) is not None]
+        deadlines += [t + START_TIMEOUT for z in self._zygotes.started() for t in z.asked]
+        timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        return readers, writers, timeout
+
+    def _io(self, readable: list, writable: list) -> None:
+        if self._wake_r in readable:
+            os.read(self._wake_r, 4096)
+        for zygote in self._zygotes.started():
+            if zygote.ctrl in readable and zygote.forking:
+                worker, sock, failure = zygote.take()
+                if sock is None:
+                    worker.kill(failure)
+                elif worker.dead:
+                    sock.close()  # replaced before it came up
+                else:
+                    sock.setblocking(False)
+                    worker.sock = sock
+        for worker in self._all:
+            if worker.dead or worker.sock is None:
+                continue
+            try:
+                if worker.sock in writable and worker.outbuf:
+                    del worker.outbuf[: worker.sock.send(worker.outbuf)]
+                if worker.sock in readable:
+                    self._read(worker)
+            except (OSError, wire.WireError, KeyError, TypeError, ValueError) as exc:
+                if isinstance(exc, OSError):
+                    worker.kill()
+                else:
+                    worker.kill(WorkerGone(f"sent something that is not an answer: {exc}"))
+
+    def _read(self, worker: Worker) -> None:
+        chunk = worker.sock.recv(1 << 20)
+        if not chunk:
+            worker.kill()  # it ended: the request it was running gets "ended without an answer"
+            return
+        worker.inbuf += chunk
+        while len(worker.inbuf) >= wire.HEADER.size:
+            size = wire.HEADER.unpack_from(worker.inbuf)[0]
+            if size > wire.MAX_FRAME:
+                raise wire.WireError(f"an answer of {size} bytes (the limit is {wire.MAX_FRAME})")
+            if len(worker.inbuf) < wire.HEADER.size + size:
+                return
+            body = bytes(worker.inbuf[wire.HEADER.size : wire.HEADER.size + size])
+            del worker.inbuf[: wire.HEADER.size + size]
+            worker.received(wire.decode(body))
+            if worker.dead:
+                return
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for worker in self._all:
+            deadline = worker.deadline()
+            if deadline is not None and now > deadline:
+                limit = worker._running().limit
+                worker.kill(WorkerGone(f"did not finish within {limit:g} s and was stopped", timed_out=True))
+        for zygote in self._zygotes.started():
+            while zygote.asked and now > zygote.asked[0] + START_TIMEOUT:
+                zygote.broken = True
+                zygote.asked.pop(0)
+                zygote.forking.pop(0).kill(WorkerGone("could not be started in time"))
+
+    # --- spawned workers (no fork) -----------------------------------------------------------------------------------
 
     def _spawn(self, worker: Worker, preload: tuple[str, ...]) -> None:
         if self._listener is None:
@@ -293,44 +550,50 @@ class Workers:
         self._spawned.append(proc)
         self._listener.settimeout(0.1)  # short, so that a worker that dies on the way is seen at once
         end = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                if proc.poll() is not None and not self._connected:
-                    with log:
+        with log:
+            while True:
+                try:
+                    conn, _ = self._listener.accept()
+                except TimeoutError:
+                    if proc.poll() is not None and not self._connected:
                         raise StartFailed(f"the grader's worker process could not start:\n{_tail(log)}") from None
-                if proc.poll() is None and time.monotonic() < end:
-                    continue
-                proc.kill()
-                worker.dead = True
-                log.close()
-                return
-            conn.settimeout(START_TIMEOUT)
-            line = b""
-            try:
-                while not line.endswith(b"\n") and len(line) < 100:
-                    line += conn.recv(1)
-            except OSError:
-                pass
-            conn.settimeout(None)
-            if line.strip() == token.encode():
-                worker.sock = conn
-                self._connected = True
-                log.close()
-                return
-            conn.close()  # not ours: someone else on the loopback
+                    if proc.poll() is None and time.monotonic() < end:
+                        continue
+                    proc.kill()
+                    worker.kill(WorkerGone("could not be started"))
+                    return
+                conn.settimeout(START_TIMEOUT)
+                line = b""
+                try:
+                    while not line.endswith(b"\n") and len(line) < 100:
+                        line += conn.recv(1)
+                except OSError:
+                    pass
+                if line.strip() == token.encode():
+                    conn.setblocking(False)
+                    worker.sock = conn
+                    self._connected = True
+                    return
+                conn.close()  # not ours: someone else on the loopback
+
+    # --- the end -----------------------------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Kill every worker of the run, and the zygotes unless they are shared; return when they are all gone."""
-        for zygote in self._zygotes.started():
+        with self.cond:
+            self._closing = True
+        self._wake()
+        self._thread.join()
+        for zygote in self._zygotes.started():  # a worker forked but not yet handed over is still a process
             while zygote.forking:
-                try:
-                    zygote.receive(self._greet)
-                except StartFailed:
-                    pass  # already told, or never needed: closing must go on
-        for worker in self.workers.values():
-            worker.kill()
+                ready = select.select([zygote.ctrl], [], [], START_TIMEOUT)[0]
+                worker, sock, _ = zygote.take() if ready else (zygote.forking.pop(0), None, None)
+                if sock is not None and not worker.dead:
+                    worker.sock = sock
+        with self.cond:
+            for worker in self._all:
+                self._finish_greeting(worker)
+                worker.kill()
         for proc in self._spawned:
             proc.kill()
             proc.wait()
@@ -338,9 +601,22 @@ class Workers:
             self._zygotes.close()
         if self._listener:
             self._listener.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
         try:
             os.rmdir(self._cwd)
         except OSError:
+            pass
+
+    def _finish_greeting(self, worker: Worker) -> None:
+        """Read the greeting of a worker the dispatcher has not heard from yet: it says which pid to kill."""
+        if worker.sock is None or worker.dead or worker.greeted:
+            return
+        try:
+            worker.sock.settimeout(START_TIMEOUT)
+            while not worker.greeted and not worker.dead:
+                self._read(worker)
+        except (OSError, wire.WireError, KeyError, TypeError, ValueError):
             pass
 
 

@@ -18,6 +18,7 @@ Its first argument is `impl`: the graded code as the task sees it
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -220,3 +221,27 @@ def sanity_expression(x, relu, names=None):
     if names is not None:
         names.update(z=z, q=q, h=h)
     return h + q + q * x
+
+
+def deep_graph(shape: str, size: int, seed: int = 0) -> list[list[int]]:
+    """The children of nodes 0..n-1 of a deep graph (task 6.2): built alike in the worker and by the judgement.
+
+    "chain": `size` nodes, each using the one before; "ladder": `size` levels
+    two nodes wide, both nodes of a level using both of the level below, and a
+    root using the last two; "shortcuts": a chain of `size` nodes where node i
+    often also uses one of the 50 nodes before it (seeded by `seed`).
+    """
+    if shape == "chain":
+        return [[]] + [[i - 1] for i in range(1, size)]
+    if shape == "ladder":
+        kids = [[], []]
+        for k in range(1, size):
+            kids += [[2 * k - 2, 2 * k - 1], [2 * k - 2, 2 * k - 1]]
+        return [*kids, [len(kids) - 2, len(kids) - 1]]
+    if shape == "shortcuts":
+        rng, kids = random.Random(seed), [[]]
+        for i in range(1, size):
+            shortcut = i > 2 and rng.random() < 0.4
+            kids.append([i - 1, rng.randint(max(0, i - 50), i - 2)] if shortcut else [i - 1])
+        return kids
+    raise ValueError(f"no deep graph shaped {shape!r}")

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from autograder.kit.checks import CheckFailed, expect, expect_close, expect_equal
-from autograder.kit.scenario import grad_of, scenario
+from autograder.kit.scenario import deep_graph, grad_of, scenario
 
 DEFAULT_RECURSION_LIMIT = 1000  # Python's default (sys.getrecursionlimit() in a fresh interpreter)
 CHAIN = 100_000
@@ -61,8 +61,8 @@ def many_weighted_graphs(impl, cases):
 
 
 @scenario
-def deep_backward(impl, kids, limit, guard=False):
-    """Nodes 0..n-1 (`kids[i]`: the indices of node i's children, all smaller); the last one's backward() runs
+def deep_backward(impl, shape, limit, guard=False):
+    """Nodes 0..n-1 of `deep_graph(*shape)` (node i's children: smaller indices); the last one's backward() runs
     under the recursion limit `limit`, with the collector paused (building a huge graph wakes it again and again).
 
     Each closure records its node's index. With `guard`, each node's `_prev` counts how often it is listed and
@@ -96,6 +96,7 @@ def deep_backward(impl, kids, limit, guard=False):
         set_limit(new_limit)
 
     try:
+        kids = deep_graph(*shape)  # built here from its description: a request of a few bytes, not megabytes
         calls, nodes, budget = [], [], [10 * len(kids) + 100]
         for i, children in enumerate(kids):
             node = impl.Value(0.0, tuple(nodes[c] for c in children), "f")
@@ -391,9 +392,9 @@ def test_random_dags(learner):
 # --- 6.2 ------------------------------------------------------------------------------------------------------------
 
 
-def _deep_run(learner, kids: list[list[int]], inputs: str, guard: bool = False) -> dict:
-    """Run backward() on the last of the nodes `kids` describes, under the default recursion limit; check it ends."""
-    got = learner.run(deep_backward, kids, DEFAULT_RECURSION_LIMIT, guard=guard)
+def _deep_run(learner, shape: list, inputs: str, guard: bool = False) -> dict:
+    """Run backward() on the last node of `deep_graph(*shape)`, under the default recursion limit; check it ends."""
+    got = learner.run(deep_backward, shape, DEFAULT_RECURSION_LIMIT, guard=guard)
     expect(
         not got["revisiting"],
         "how often backward() lists the nodes' children (_prev)",
@@ -461,12 +462,11 @@ def _check_order_by_index(calls: list, kids: list[list[int]], inputs: str) -> No
 def test_chain_100k(learner):
     """a chain 100,000 nodes deep under the default recursion limit: finishes, each closure once, in order"""
     inputs = f"a chain of {CHAIN:,} nodes, each the only child of the next; backward() on the last one"
-    kids = [[]] + [[i - 1] for i in range(1, CHAIN)]
-    got = _deep_run(learner, kids, inputs)
+    got = _deep_run(learner, ["chain", CHAIN], inputs)
     expect_equal(got["root_grad"], 1.0, "root.grad after root.backward()", inputs)
     calls = got["calls"]
     if calls[: CHAIN - 1] != list(range(CHAIN - 1, 0, -1)) or calls[CHAIN - 1 :] not in ([], [0]):
-        _check_order_by_index(calls, kids, inputs)
+        _check_order_by_index(calls, deep_graph("chain", CHAIN), inputs)
         expect(
             False,
             "the _backward calls, in order",
@@ -480,17 +480,14 @@ def test_chain_100k(learner):
     "6.2", points=2, hint="With an explicit stack, append a node to the order only once all of its children are done."
 )
 def test_deep_ladder(learner):
-    """a ladder two nodes wide and 25,000 levels deep (every node used twice): each closure once, in order"""
-    levels = 25_000
+    """a ladder two nodes wide and 5,000 levels deep (every node used twice): each closure once, in order"""
+    levels = 5_000
     inputs = (
         f"a ladder of {levels:,} levels: nodes 2k and 2k+1 both use nodes 2k-2 and 2k-1; "
         "the root uses the last two; backward() on the root"
     )
-    kids = [[], []]
-    for k in range(1, levels):
-        kids += [[2 * k - 2, 2 * k - 1], [2 * k - 2, 2 * k - 1]]
-    kids.append([len(kids) - 2, len(kids) - 1])
-    _check_order_by_index(_deep_run(learner, kids, inputs, guard=True)["calls"], kids, inputs)
+    shape = ["ladder", levels]
+    _check_order_by_index(_deep_run(learner, shape, inputs, guard=True)["calls"], deep_graph(*shape), inputs)
 
 
 @pytest.mark.hidden
@@ -500,14 +497,9 @@ def test_deep_ladder(learner):
     hint="Deep graphs with shortcuts need the same post-order as small ones: a node after its children.",
 )
 def test_deep_random_shortcuts(learner):
-    """a seeded chain 50,000 deep with random shortcuts: each closure once, in reverse topological order"""
-    depth = 50_000
-    rng = random.Random(6202)
-    inputs = f"a seeded chain of {depth:,} nodes where node i uses node i-1 and, often, one of the 50 nodes before it"
-    kids = [[]]
-    for i in range(1, depth):
-        if i > 2 and rng.random() < 0.4:
-            kids.append([i - 1, rng.randint(max(0, i - 50), i - 2)])
-        else:
-            kids.append([i - 1])
-    _check_order_by_index(_deep_run(learner, kids, inputs, guard=True)["calls"], kids, inputs)
+    """a seeded chain 10,000 deep with random shortcuts: each closure once, in reverse topological order"""
+    shape = ["shortcuts", 10_000, 6202]
+    inputs = (
+        f"a seeded chain of {shape[1]:,} nodes where node i uses node i-1 and, often, one of the 50 nodes before it"
+    )
+    _check_order_by_index(_deep_run(learner, shape, inputs, guard=True)["calls"], deep_graph(*shape), inputs)

@@ -15,8 +15,8 @@ import math
 import random
 
 import pytest
-import torch
 
+from autograder.kit import torch_values
 from autograder.kit.checks import (
     expect,
     expect_close,
@@ -158,24 +158,6 @@ DECOMPOSED_TEXT = (
 )
 
 
-def _t(x):
-    return torch.tensor(x, dtype=torch.double, requires_grad=True)
-
-
-def _torch_headline(av, bv):
-    a, b = _t(av), _t(bv)
-    g = headline_expression(a, b, torch.relu)
-    g.backward()
-    return g.item(), a.grad.item(), b.grad.item()
-
-
-def _torch_sanity(xv):
-    x = _t(xv)
-    y = sanity_expression(x, torch.relu)
-    y.backward()
-    return y.item(), x.grad.item()
-
-
 def _plain(text, a, b, k):
     """The same expression text on plain floats: the oracle for finite differences."""
     return eval(text, {"__builtins__": {}}, {"a": a, "b": b, "k": k})
@@ -226,7 +208,7 @@ def _check_headline(learner, reference, ops):
         expect_close(g, 24.7041, "g.data (4 decimals)", inputs, rel=0, abs_tol=5e-5)
         expect_close(ga, 138.8338, "a.grad (4 decimals)", inputs, rel=0, abs_tol=5e-5)
         expect_close(gb, 645.5773, "b.grad (4 decimals)", inputs, rel=0, abs_tol=5e-5)
-        tg, tga, tgb = _torch_headline(-4.0, 2.0)
+        tg, tga, tgb = reference.compute(torch_values.headline, -4.0, 2.0)
         expect_close(g, tg, "g.data vs PyTorch float64", inputs, rel=1e-9, abs_tol=1e-6)
         expect_close(ga, tga, "a.grad vs PyTorch float64", inputs, rel=1e-9, abs_tol=1e-6)
         expect_close(gb, tgb, "b.grad vs PyTorch float64", inputs, rel=1e-9, abs_tol=1e-6)
@@ -239,7 +221,7 @@ def _check_headline_seeded(learner, reference, ops, seed):
         av, bv = rng.uniform(-5, 5), rng.uniform(-5, 5)
         if abs(av + bv) < 0.1 or abs(bv - av) < 0.1:  # keep away from the relu kinks
             continue
-        want = _torch_headline(av, bv)
+        want = reference.compute(torch_values.headline, av, bv)
         if abs(want[0]) > 1e12:  # f near 0: 10.0 / f blows up and the comparison means nothing
             continue
         pairs.append([av, bv])
@@ -256,7 +238,7 @@ def _check_headline_seeded(learner, reference, ops, seed):
 
 def _check_sanity(learner, reference, ops):
     y, dx, graph = learner.run(sanity, -4.0)
-    ty, tdx = _torch_sanity(-4.0)
+    ty, tdx = reference.compute(torch_values.sanity, -4.0)
     inputs = f"x = -4; {SANITY_TEXT} (your {ops}, reference for the rest)"
     with grads_explained(graph, reference.run(sanity, -4.0)[2], "the sanity expression's graph", inputs):
         expect_equal(y, -20.0, "y.data", inputs)
@@ -275,7 +257,7 @@ def _check_sanity_seeded(learner, reference, ops, seed):
         xs.append(xv)
     graphs = [answer[2] for answer in reference.run(sanities, xs)]
     for xv, (y, dx, graph), want in zip(xs, learner.run(sanities, xs), graphs, strict=True):
-        ty, tdx = _torch_sanity(xv)
+        ty, tdx = reference.compute(torch_values.sanity, xv)
         inputs = f"x = {xv!r}; {SANITY_TEXT} (your {ops}, reference for the rest)"
         with grads_explained(graph, want, "the sanity expression's graph", inputs):
             expect_close(y, ty, "y.data vs PyTorch float64", inputs, rel=1e-9)

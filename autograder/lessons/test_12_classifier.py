@@ -21,6 +21,7 @@ import random
 
 import pytest
 
+from autograder.kit import torch_values
 from autograder.kit.checks import expect, expect_close, expect_equal
 from autograder.kit.scenario import (
     collecting_only_new_objects,
@@ -666,33 +667,15 @@ def whole_training(impl, X, y, model_seed, steps):
     return collecting_only_new_objects(run)
 
 
-def _torch_headline(av, bv):
-    import torch
-
-    a, b = (torch.tensor(v, dtype=torch.double, requires_grad=True) for v in (av, bv))
-    g = headline_expression(a, b, torch.relu)
-    g.backward()
-    return [g.item(), a.grad.item(), b.grad.item()]
-
-
-def _torch_sanity(xv):
-    import torch
-
-    x = torch.tensor(xv, dtype=torch.double, requires_grad=True)
-    y = sanity_expression(x, torch.relu)
-    y.backward()
-    return [y.item(), x.grad.item()]
-
-
 HEADLINE = "the headline expression of lesson 8 with your Value and your backward()"
 SANITY = "z = 2*x + 2 + x; q = z.relu() + z*x; h = (z*z).relu(); y = h + q + q*x, your Value and your backward()"
 
 
 @pytest.mark.task("12.5", points=2, hint="Your engine alone must give lesson 8's numbers: re-run 8.x if not.")
-def test_whole_engine_headline(learner):
+def test_whole_engine_headline(learner, reference):
     """your engine, whole: 24.7041 / 138.8338 / 645.5773, and PyTorch to 1e-6"""
     got = learner.run(whole_headline, -4.0, 2.0)
-    want = _torch_headline(-4.0, 2.0)
+    want = reference.compute(torch_values.headline, -4.0, 2.0)
     for name, value, page, torch_value in zip(
         ("g.data", "a.grad", "b.grad"), got, (24.7041, 138.8338, 645.5773), want, strict=True
     ):
@@ -701,11 +684,13 @@ def test_whole_engine_headline(learner):
 
 
 @pytest.mark.task("12.5", points=2, hint="The sanity check on your engine alone: y = -20, dy/dx = 46, as PyTorch says.")
-def test_whole_engine_sanity(learner):
+def test_whole_engine_sanity(learner, reference):
     """your engine, whole: the PyTorch sanity check gives y = -20 and dy/dx = 46"""
     got = learner.run(whole_sanity, -4.0)
     expect_equal(got, [-20.0, 46.0], "[y.data, x.grad]", f"x = -4; {SANITY}")
-    expect_equal(got, _torch_sanity(-4.0), "[y.data, x.grad] vs PyTorch float64", f"x = -4; {SANITY}")
+    expect_equal(
+        got, reference.compute(torch_values.sanity, -4.0), "[y.data, x.grad] vs PyTorch float64", f"x = -4; {SANITY}"
+    )
 
 
 @pytest.mark.task(
@@ -725,14 +710,16 @@ def test_whole_engine_trains_the_classifier(learner, reference):
 
 @pytest.mark.hidden
 @pytest.mark.task("12.5", points=2, hint="Both classic expressions on other inputs: your engine alone against PyTorch.")
-def test_whole_engine_seeded_expressions(learner):
+def test_whole_engine_seeded_expressions(learner, reference):
     """your engine, whole: both classic expressions at seeded inputs, against PyTorch"""
     rng = random.Random(20125)
     for _ in range(6):
         av, bv = rng.uniform(-5, 5), rng.uniform(-5, 5)
         if abs(av + bv) < 0.1 or abs(bv - av) < 0.1:  # away from the relu kinks
             continue
-        for value, torch_value in zip(learner.run(whole_headline, av, bv), _torch_headline(av, bv), strict=True):
+        for value, torch_value in zip(
+            learner.run(whole_headline, av, bv), reference.compute(torch_values.headline, av, bv), strict=True
+        ):
             expect_close(
                 value,
                 torch_value,
@@ -743,5 +730,7 @@ def test_whole_engine_seeded_expressions(learner):
             )
         xv = rng.uniform(-5, 5)
         if abs(3 * xv + 2) > 0.1:
-            for value, torch_value in zip(learner.run(whole_sanity, xv), _torch_sanity(xv), strict=True):
+            for value, torch_value in zip(
+                learner.run(whole_sanity, xv), reference.compute(torch_values.sanity, xv), strict=True
+            ):
                 expect_close(value, torch_value, "sanity vs PyTorch float64", f"x = {xv!r}; {SANITY}", rel=1e-9)

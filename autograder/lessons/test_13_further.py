@@ -19,10 +19,8 @@ import math
 import random
 
 import pytest
-import torch
-import torch.nn.functional as F
-from torch.optim.sgd import sgd
 
+from autograder.kit import torch_values
 from autograder.kit.checks import expect, expect_close, expect_equal, expect_raised, finite_difference
 from autograder.kit.scenario import data_of, outcome, scenario, sweep, type_name
 
@@ -170,72 +168,8 @@ def momentum_training(impl, seed, steps, lr, beta):
 # --- the trusted side's oracles -------------------------------------------------------------------------------------
 
 
-def _t(x):
-    return torch.tensor(x, dtype=torch.double, requires_grad=True)
-
-
 def _sigmoid(x):
     return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
-
-
-def _torch_unary(name, x):
-    """PyTorch float64's value and derivative of sigmoid or log at x."""
-    v = _t(x)
-    out = torch.sigmoid(v) if name == "sigmoid" else torch.log(v)
-    out.backward()
-    return out.item(), v.grad.item()
-
-
-def _torch_composite(text, values):
-    leaves = {name: _t(x) for name, x in values.items()}
-    out = eval(text, {"__builtins__": {}}, {"sigmoid": torch.sigmoid, "log": torch.log, **leaves})
-    out.backward()
-    return out.item(), {name: v.grad.item() for name, v in leaves.items()}
-
-
-def _torch_softmax(logits, weights):
-    s = _t(logits)
-    p = torch.softmax(s, 0)
-    (p * torch.tensor(weights, dtype=torch.double)).sum().backward()
-    return p.tolist(), s.grad.tolist()
-
-
-def _torch_cross_entropy(logits, target):
-    s = _t(logits)
-    out = F.cross_entropy(s[None], torch.tensor([target]))
-    out.backward()
-    return out.item(), s.grad.tolist()
-
-
-def _torch_sgd_step(params, grads, buffers, lr, beta):
-    """One step of `torch.optim.SGD(params, lr, momentum=beta)`, in place, momentum buffers in `buffers`.
-
-    `torch.optim.sgd.sgd` is the update `SGD.step()` runs; the class itself is
-    left out because building one imports torch._dynamo (about 5 s).
-    """
-    sgd(params, grads, buffers, weight_decay=0.0, momentum=beta, lr=lr, dampening=0.0, nesterov=False, maximize=False)
-
-
-def _torch_sgd_steps(datas, grads_per_step, lr, beta):
-    """The parameters after each step of SGD with momentum, given the grads of each step."""
-    p, buffers, after = torch.tensor(datas, dtype=torch.double), [None], []
-    for grads in grads_per_step:
-        _torch_sgd_step([p], [torch.tensor(grads, dtype=torch.double)], buffers, lr, beta)
-        after.append(p.tolist())
-    return after
-
-
-def _torch_sgd_descent(start, centre, lr, beta, steps):
-    """SGD with momentum on Σ (p - c)², gradients by PyTorch's autograd: the loss of each step and the end point."""
-    p, c = _t(start), torch.tensor(centre, dtype=torch.double)
-    buffers, history = [None], []
-    for _ in range(steps):
-        total = ((p - c) ** 2).sum()
-        (grad,) = torch.autograd.grad(total, [p])
-        with torch.no_grad():
-            _torch_sgd_step([p], [grad], buffers, lr, beta)
-        history.append(total.item())
-    return history, p.tolist()
 
 
 def _expect_value(report, what, inputs):
@@ -255,19 +189,19 @@ def _expect_close_lists(got, want, what, inputs, rel=1e-9, abs_tol=1e-12):
         expect_close(g, w, f"{what}[{k}]", inputs, rel=rel, abs_tol=abs_tol)
 
 
-def _check_probabilities(learner, logits, weights, inputs):
+def _check_probabilities(learner, reference, logits, weights, inputs):
     got = learner.run(probabilities, logits, weights)
     expect(got["all_values"], "type of softmax(logits)", f"a list of {len(logits)} Values", got["type"], inputs)
     expect_equal(got["length"], len(logits), "len(softmax(logits))", inputs)
-    want, grads = _torch_softmax(logits, weights)
+    want, grads = reference.compute(torch_values.softmax, logits, weights)
     _expect_close_lists(got["data"], want, "softmax(logits) vs torch.softmax (float64)", inputs)
     shown = f"{inputs}; sweep from Σ w[k]·p[k], w = {weights}"
     _expect_close_lists(got["grads"], grads, "logits' grads vs PyTorch float64", shown, rel=1e-7, abs_tol=1e-10)
 
 
-def _check_loss(report, logits, target, inputs, rel=1e-9):
+def _check_loss(reference, report, logits, target, inputs, rel=1e-9):
     _expect_value(report, f"cross_entropy(logits, {target})", inputs)
-    want, grads = _torch_cross_entropy(logits, target)
+    want, grads = reference.compute(torch_values.cross_entropy, logits, target)
     expect_close(report["data"], want, "cross_entropy vs F.cross_entropy (float64)", inputs, rel=rel, abs_tol=1e-10)
     _expect_close_lists(
         report["grads"], grads, "logits' grads vs PyTorch float64 (p - one_hot)", inputs, rel=1e-7, abs_tol=1e-10
@@ -346,7 +280,7 @@ def test_log_refuses_non_positive(learner):
 
 @pytest.mark.hidden
 @pytest.mark.task("13.1", points=2, hint="sigmoid and log and their gradients must hold for any input in range.")
-def test_sigmoid_and_log_seeded(learner):
+def test_sigmoid_and_log_seeded(learner, reference):
     """sigmoid and log on seeded inputs, against PyTorch float64 and finite differences"""
     rng = random.Random(1301)
     cases = [["sigmoid", rng.uniform(-30, 30), rng.uniform(-2, 2)] for _ in range(15)]
@@ -354,7 +288,7 @@ def test_sigmoid_and_log_seeded(learner):
     for (name, x, g), report in zip(cases, learner.run(unaries, cases), strict=True):
         inputs = f"v = Value({x!r}), out = {name}(v), out.grad = {g!r}"
         _expect_value(report, f"{name}(v)", inputs)
-        value, slope = _torch_unary(name, x)
+        value, slope = reference.compute(torch_values.unary, name, x)
         expect_close(
             report["data"], value, f"{name}(v).data vs torch.{name} (float64)", inputs, rel=1e-12, abs_tol=1e-15
         )
@@ -367,7 +301,7 @@ def test_sigmoid_and_log_seeded(learner):
 
 @pytest.mark.hidden
 @pytest.mark.task("13.1", points=1, hint="Your sigmoid and log must work inside a larger graph.")
-def test_sigmoid_and_log_in_a_graph(learner):
+def test_sigmoid_and_log_in_a_graph(learner, reference):
     """expressions mixing sigmoid, log and the engine's operations, against PyTorch float64"""
     rng = random.Random(1302)
     texts = ["log(sigmoid(a * b) + b * b)", "sigmoid(log(b * b + 1) - a) * a", "log(sigmoid(a) + sigmoid(b))"]
@@ -377,7 +311,7 @@ def test_sigmoid_and_log_in_a_graph(learner):
         for text in texts:
             got = learner.run(composite, text, values)
             _expect_value(got, text, inputs)
-            want, grads = _torch_composite(text, values)
+            want, grads = reference.compute(torch_values.composite, text, values)
             expect_close(got["data"], want, f"({text}).data vs PyTorch float64", inputs, rel=1e-9)
             for name in values:
                 expect_close(
@@ -410,21 +344,23 @@ def test_softmax_values(learner):
 @pytest.mark.task(
     "13.2", points=2, hint="Build softmax from -, exp, + and / of Values so the gradient reaches every logit."
 )
-def test_softmax_gradient(learner):
+def test_softmax_gradient(learner, reference):
     """gradients flow from the probabilities back to every logit, as PyTorch's"""
-    _check_probabilities(learner, [1.0, 2.0, 3.0], [1.0, -2.0, 0.5], "logits = [Value(1.0), Value(2.0), Value(3.0)]")
-    _check_probabilities(learner, [0.5, -1.0], [3.0, 1.0], "logits = [Value(0.5), Value(-1.0)]")
+    _check_probabilities(
+        learner, reference, [1.0, 2.0, 3.0], [1.0, -2.0, 0.5], "logits = [Value(1.0), Value(2.0), Value(3.0)]"
+    )
+    _check_probabilities(learner, reference, [0.5, -1.0], [3.0, 1.0], "logits = [Value(0.5), Value(-1.0)]")
 
 
 @pytest.mark.task(
     "13.2", points=2, hint="The loss is -log of the right class's probability; its gradient is p - one_hot."
 )
-def test_cross_entropy(learner):
+def test_cross_entropy(learner, reference):
     """cross_entropy gives -log p[target] and the gradient p - one_hot, as F.cross_entropy"""
     cases = [[[2.0, 1.0, 0.1], 0], [[2.0, 1.0, 0.1], 2], [[0.0, 0.0], 1]]
     for (logits, target), report in zip(cases, learner.run(losses, cases), strict=True):
         inputs = f"logits = {logits} (as Values), target = {target}"
-        _check_loss(report, logits, target, inputs)
+        _check_loss(reference, report, logits, target, inputs)
         if logits == [0.0, 0.0]:
             expect_close(
                 report["data"], math.log(2), "cross_entropy (two equal logits: p = 1/2, loss log 2)", inputs, rel=1e-12
@@ -434,19 +370,19 @@ def test_cross_entropy(learner):
 @pytest.mark.task(
     "13.2", points=2, hint="Subtract the largest logit's data first; never take the log of a probability."
 )
-def test_large_logits_are_stable(learner):
+def test_large_logits_are_stable(learner, reference):
     """logits like 1000 neither overflow exp nor take the log of 0"""
     logits = [1000.0, 999.0, 0.0]
-    _check_probabilities(learner, logits, [1.0, 2.0, 3.0], f"logits = {logits} (as Values)")
+    _check_probabilities(learner, reference, logits, [1.0, 2.0, 3.0], f"logits = {logits} (as Values)")
     cases = [[[1000.0, 0.0, -1000.0], 2], [[1000.0, 999.0, 0.0], 1]]
     for (logits, target), report in zip(cases, learner.run(losses, cases), strict=True):
         inputs = f"logits = {logits} (as Values), target = {target}"
-        _check_loss(report, logits, target, inputs)
+        _check_loss(reference, report, logits, target, inputs)
 
 
 @pytest.mark.hidden
 @pytest.mark.task("13.2", points=2, hint="softmax and cross_entropy must hold for any number of logits and any target.")
-def test_softmax_and_cross_entropy_seeded(learner):
+def test_softmax_and_cross_entropy_seeded(learner, reference):
     """seeded logits of 2 to 6 classes, against PyTorch float64"""
     rng = random.Random(1303)
     cases = []
@@ -454,15 +390,15 @@ def test_softmax_and_cross_entropy_seeded(learner):
         logits = [rng.uniform(-20, 20) for _ in range(rng.randint(2, 6))]
         cases.append([logits, rng.randrange(len(logits))])
     for (logits, target), report in zip(cases, learner.run(losses, cases), strict=True):
-        _check_loss(report, logits, target, f"logits = {logits} (as Values), target = {target}")
+        _check_loss(reference, report, logits, target, f"logits = {logits} (as Values), target = {target}")
     for logits, _ in cases[:4]:
         weights = [rng.uniform(-2, 2) for _ in logits]
-        _check_probabilities(learner, logits, weights, f"logits = {logits} (as Values)")
+        _check_probabilities(learner, reference, logits, weights, f"logits = {logits} (as Values)")
 
 
 @pytest.mark.hidden
 @pytest.mark.task("13.2", points=1, hint="Large logits of any sign must be stable: subtract the largest one first.")
-def test_large_logits_seeded(learner):
+def test_large_logits_seeded(learner, reference):
     """seeded logits in the thousands, against PyTorch float64"""
     rng = random.Random(1304)
     cases = []
@@ -470,7 +406,7 @@ def test_large_logits_seeded(learner):
         logits = [rng.uniform(-3000, 3000) for _ in range(rng.randint(2, 5))]
         cases.append([logits, rng.randrange(len(logits))])
     for (logits, target), report in zip(cases, learner.run(losses, cases), strict=True):
-        _check_loss(report, logits, target, f"logits = {logits} (as Values), target = {target}", rel=1e-12)
+        _check_loss(reference, report, logits, target, f"logits = {logits} (as Values), target = {target}", rel=1e-12)
 
 
 # 13.3 Momentum
@@ -494,11 +430,11 @@ def test_first_step_is_gradient_descent(learner):
 @pytest.mark.task(
     "13.3", points=2, hint="v = beta·v - lr·grad, then p.data += v: one velocity per parameter, kept between steps."
 )
-def test_steps_follow_pytorch_sgd_with_momentum(learner):
+def test_steps_follow_pytorch_sgd_with_momentum(learner, reference):
     """four steps with given grads move three parameters as torch.optim.SGD(momentum=0.9)"""
     datas, grads = [1.0, -2.0, 0.5], [[2.0, -0.5, 1.0], [1.0, 0.0, -1.0], [-3.0, 0.5, 0.0], [0.0, 0.0, 0.0]]
     got = learner.run(momentum_steps, datas, grads, 0.1, 0.9)
-    want = _torch_sgd_steps(datas, grads, 0.1, 0.9)
+    want = reference.compute(torch_values.sgd_steps, datas, grads, 0.1, 0.9)
     for k, (g, w) in enumerate(zip(got["after"], want, strict=True)):
         inputs = f"p = {datas} (as Values), lr = 0.1, beta = 0.9, grads per step: {grads[: k + 1]}"
         _expect_close_lists(g, w, f"p.data after step {k + 1} vs torch.optim.SGD(momentum=0.9)", inputs)
@@ -521,11 +457,11 @@ def test_zero_grad_keeps_the_velocities(learner):
 @pytest.mark.task(
     "13.3", points=2, hint="The loop is zero_grad, backward, step: each step must start from zeroed grads."
 )
-def test_descent_on_a_bowl(learner):
+def test_descent_on_a_bowl(learner, reference):
     """minimising (p - 3)² + (q + 1)² for 25 steps follows torch.optim.SGD(momentum=0.9)"""
     start, centre = [0.0, 0.0], [3.0, -1.0]
     got = learner.run(momentum_descent, start, centre, 0.05, 0.9, 25)
-    history, final = _torch_sgd_descent(start, centre, 0.05, 0.9, 25)
+    history, final = reference.compute(torch_values.sgd_descent, start, centre, 0.05, 0.9, 25)
     inputs = "p, q = Value(0.0), Value(0.0); loss = (p - 3)**2 + (q + 1)**2; lr = 0.05, beta = 0.9; 25 steps"
     _expect_close_lists(got["losses"], history, "loss at each step vs PyTorch", inputs, rel=1e-9, abs_tol=1e-12)
     _expect_close_lists(got["data"], final, "(p.data, q.data) after 25 steps vs PyTorch", inputs)
@@ -533,7 +469,7 @@ def test_descent_on_a_bowl(learner):
 
 @pytest.mark.hidden
 @pytest.mark.task("13.3", points=2, hint="Momentum must follow SGD with momentum for any lr, beta and grads.")
-def test_momentum_seeded(learner):
+def test_momentum_seeded(learner, reference):
     """seeded parameters, grads, lr and beta, against torch.optim.SGD(momentum=beta)"""
     rng = random.Random(1305)
     for _ in range(4):
@@ -542,7 +478,7 @@ def test_momentum_seeded(learner):
         datas = [rng.uniform(-5, 5) for _ in range(n)]
         grads = [[rng.uniform(-3, 3) for _ in range(n)] for _ in range(steps)]
         got = learner.run(momentum_steps, datas, grads, lr, beta)
-        want = _torch_sgd_steps(datas, grads, lr, beta)
+        want = reference.compute(torch_values.sgd_steps, datas, grads, lr, beta)
         inputs = f"p = {datas} (as Values), lr = {lr!r}, beta = {beta!r}, grads per step: {grads}"
         for k, (g, w) in enumerate(zip(got["after"], want, strict=True)):
             _expect_close_lists(g, w, f"p.data after step {k + 1} vs PyTorch", inputs, rel=1e-9, abs_tol=1e-12)
