@@ -224,3 +224,45 @@ def test_workers_import_the_grader_that_runs_them_whatever_the_install_says():
     from autograder.grading import workers
 
     assert workers._env()["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
+
+
+def test_calls_sent_ahead_never_stand_in_for_calls_the_run_did_not_make(tmp_path, reference_run):
+    """Workers answer planned calls before they are asked; a plan that is not this run's changes no verdict.
+
+    The plan on disk is replaced by one in which a scenario called again gets its previous call's arguments:
+    were answers matched by anything less than the whole request, a check would get the answer to another
+    check's question, and the scores would change.
+    """
+    import json
+
+    from autograder.grading.plugin import PLAN_CACHE, lessons_fingerprint
+
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    source = engine.read_text()
+    engine.write_text(source.replace("out = Value(self.data * other.data", "out = Value(self.data + other.data"))
+    assert engine.read_text() != source
+    honest = grade(submission, tmp_path=tmp_path)
+    path = PLAN_CACHE / f"{lessons_fingerprint()}.json"
+    plans = json.loads(path.read_text())
+    assert len(plans) == len(registry.TASKS), "the runs before this one left a plan for every task"
+    poisoned, changed = {}, 0
+    for task, calls in plans.items():
+        previous, poisoned[task] = {}, []
+        for call in calls:
+            key = (call["file"], call["name"])
+            if previous.get(key, call["args"]) != call["args"]:
+                poisoned[task].append({**call, "args": previous[key]})
+                changed += 1
+            else:
+                poisoned[task].append(call)
+            previous[key] = call["args"]
+    assert changed > 20
+    try:
+        path.write_text(json.dumps(poisoned))
+        planned = grade(submission, tmp_path=tmp_path)
+    finally:
+        path.write_text(json.dumps(plans))
+    assert planned.status == honest.status, planned.output[-3000:]
+    assert planned.score_by_task == honest.score_by_task
+    assert {"passed", "failed"} <= set(honest.status.values())

@@ -243,15 +243,18 @@ class Grader:
             self.level, self.memory_mb, sandbox.hidden_paths(hidden), self.config.getoption("workers"), self.zygotes
         )
         plans = self.call_plans()
+        tasks = sorted(filter(self.selects, registry.TASKS), key=registry.sort_key)
+        if self.workers.start == "fork":  # the slowest to start first: importing torch takes seconds
+            for preload in sorted({preload_for(t) for t in tasks}, key=len, reverse=True):
+                self.zygotes.get(preload)
         try:
-            for task_id in sorted(filter(self.selects, registry.TASKS), key=registry.sort_key):
+            for task_id in tasks:
                 self.prepare(task_id, plans.get(task_id, []))
         except workers.StartFailed as exc:
             pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 
     def prepare(self, task_id: str, plan: list[dict] = ()) -> None:
         """A worker for the task, sent ahead the calls of `plan` (what earlier runs asked of this task, in order)."""
-        preload = ("torch",) if module_of(task_id) == "torch_bridge" else ()  # the learner's code there uses torch
         limit = self.timeout + KILL_GRACE
         planned = [(self.load_request(), limit)] if plan else []
         for call in plan:
@@ -261,7 +264,7 @@ class Grader:
                 )
             except (KeyError, TypeError, OSError, SyntaxError):
                 break  # a plan from other test files: what is left of it will not match anyway
-        self.workers.prepare(task_id, self.setup_for(task_id), limit, preload, planned)
+        self.workers.prepare(task_id, self.setup_for(task_id), limit, preload_for(task_id), planned)
 
     def load_request(self) -> dict:
         return {"op": "load", "timeout": self.timeout}
@@ -360,6 +363,12 @@ class Grader:
                 self.timed_out[task_id] = "skipped: an earlier check of this task timed out"
             raise LearnerError(reply["error"], reply.get("output", ""))
         return reply["ok"]
+
+    def stop_capstones_waiting_for(self, task_id: str) -> None:
+        """A capstone that now can only wait for `task_id` stops running its planned calls (they may hang)."""
+        for capstone in self.results.selected:
+            if self.workers and registry.task(capstone).runs_whole and task_id in registry.prerequisites(capstone):
+                self.workers.stop(capstone)
 
     def check_prerequisites(self, task_id: str) -> None:
         """A capstone runs once every task whose code it runs has passed in this same run."""
@@ -489,6 +498,11 @@ def _is_scenario(decorator: ast.expr) -> bool:
     return (isinstance(decorator, ast.Name) and decorator.id == "scenario") or (
         isinstance(decorator, ast.Attribute) and decorator.attr == "scenario"
     )
+
+
+def preload_for(task_id: str) -> tuple[str, ...]:
+    """What the task's worker should find imported: torch where the learner's code uses it."""
+    return ("torch",) if module_of(task_id) == "torch_bridge" else ()
 
 
 @cache
@@ -798,6 +812,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             )
         result.status, result.message, result.waits_for = classify(call.excinfo.value, result.task)
         result.settled = True
+        grader.stop_capstones_waiting_for(result.task)
     if call.when == "teardown":
         _save_progress(grader)
     return rep

@@ -409,6 +409,13 @@ class Workers:
     def get(self, task: str) -> Worker:
         return self.workers[task]
 
+    def stop(self, task: str) -> None:
+        """Kill the task's worker now: nothing it runs will be asked for (a later call gets a fresh worker)."""
+        with self.cond:
+            if task in self.workers:
+                self.workers[task].kill()
+                self.workers[task].requests.clear()
+
     def _wake(self) -> None:
         try:
             os.write(self._wake_w, b".")
