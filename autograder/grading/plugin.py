@@ -9,12 +9,15 @@ and a hint, and gives the grading tests two fixtures:
   the learner's code, and returns its plain-data answer (or raises
   `LearnerError` with what went wrong there);
 - `reference.run(scenario, *args)` runs the same scenario here, over the
-  reference, to compute what the answer should be.
+  reference, to compute what the answer should be; `reference.compute(fn,
+  *args)` computes any other expected value here (PyTorch's), kept alike.
 
 This process never runs learner code: it reads the learner's files as text
-and hands them to the workers (`workers.py`). It sorts every outcome into
-passed / not started / failed / error / timed out, and writes the scorecard
-and the results file only after every worker is gone.
+and hands them to the workers (`workers.py`), which start before the tests
+are collected and are sent ahead the calls each task's checks made in the
+last run (its *call plan*). It sorts every outcome into passed / not started
+/ failed / error / timed out, and writes the scorecard and the results file
+only after every worker is gone.
 """
 
 from __future__ import annotations
