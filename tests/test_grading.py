@@ -164,6 +164,24 @@ def test_an_endless_loop_costs_only_its_own_test(tmp_path, reference_run):
     assert "endless loop" in run.output
 
 
+def test_a_loop_inside_c_code_is_stopped_and_still_located(tmp_path, reference_run):
+    """`sum(itertools.count())` never returns to Python, so only a kill stops it; the message still says where."""
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    source = engine.read_text()
+    relu = '        out = Value(max(0.0, self.data), (self,), "ReLU")'
+    looping = source.replace(relu, "        import itertools\n        sum(itertools.count())\n" + relu)
+    assert looping != source
+    engine.write_text(looping)
+    line = looping.splitlines().index("        sum(itertools.count())") + 1
+    run = grade(submission, "--task", "8.6", "--check-timeout", "1", tmp_path=tmp_path)
+    assert run.status == {"8.6": "timed out"}, run.output[-3000:]
+    assert f"engine.py:{line} in relu" in run.output, run.output[-3000:]
+    results = run.results["extra_data"]["results"]
+    assert {r["status"] for r in results} == {"timed out"}
+    assert sum("stopped after the time limit" in r["message"] for r in results) == 1  # one limit for the whole task
+
+
 def test_one_lesson_or_one_task_can_be_graded_alone(tmp_path):
     run = grade("solutions", "--lesson", "3", tmp_path=tmp_path)
     assert sorted(run.status) == ["3.1", "3.2"]

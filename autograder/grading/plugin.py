@@ -367,6 +367,11 @@ class Grader:
             raise LearnerError(reply["error"], reply.get("output", ""))
         return reply["ok"]
 
+    def where_in_stack(self, stack: list[tuple[str, int, str]], task_id: str) -> str:
+        """The innermost frame of a stopped worker's stack that lies in the learner's files, as `file:line in f`."""
+        files = {display(self.root / f"{module}.py") for module in learner_files(task_id)}
+        return next((f"{file}:{line} in {name}" for file, line, name in stack if file in files), "")
+
     def stop_capstones_waiting_for(self, task_id: str) -> None:
         """A capstone that now can only wait for `task_id` stops running its planned calls (they may hang)."""
         for capstone in self.results.selected:
@@ -392,6 +397,7 @@ class Grader:
             raise
         except workers.WorkerGone as exc:
             info = {"type": "timed out" if exc.timed_out else "died", "message": f"the check's process {exc}"}
+            info["where"] = self.where_in_stack(exc.stack, task_id)
             if exc.timed_out and load:
                 info["message"] = f"importing {display(self.root / (module_of(task_id) + '.py'))} took too long"
             if exc.timed_out:

@@ -17,6 +17,7 @@ scenario helpers.
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import io
 import math
@@ -235,6 +236,8 @@ def run_worker(sock: socket.socket, options: dict, pid_frame: bool = True) -> No
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # C-level printing goes nowhere; Python-level printing is captured per call
         sandbox.shut_in(level, options["hidden"], options["memory_mb"], uid)
+        if hasattr(signal, "SIGUSR1"):  # a call past its deadline is asked where it is, even stuck in C code
+            faulthandler.register(signal.SIGUSR1, file=sock.fileno(), all_threads=False)
         gc.collect()
         Worker(sock).serve()
     except BaseException:  # noqa: BLE001 - a worker that cannot start says nothing; the grader sees it close

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import select
 import signal
@@ -49,9 +50,19 @@ def _tail(log, limit: int = 2000) -> str:
 class WorkerGone(Exception):
     """The worker did not answer: `timed_out` if its deadline passed, else it died or spoke nonsense."""
 
-    def __init__(self, message: str, timed_out: bool = False):
+    def __init__(self, message: str, timed_out: bool = False, stack: list[tuple[str, int, str]] = ()):
         super().__init__(message)
         self.timed_out = timed_out
+        self.stack = list(stack)  # (file, line, function), innermost first: where a stopped worker was
+
+
+STACK_LINE = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$', re.MULTILINE)
+DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
+
+
+def stack_of(dump: bytes) -> list[tuple[str, int, str]]:
+    """The frames of a `faulthandler` dump, innermost first."""
+    return [(f.decode(errors="replace"), int(n), fn.decode(errors="replace")) for f, n, fn in STACK_LINE.findall(dump)]
 
 
 class Diverged(WorkerGone):
@@ -101,6 +112,8 @@ class Worker:
     started: float | None = None  # when the oldest sent, unanswered request could start (its deadline counts)
     inbuf: bytearray = field(default_factory=bytearray)
     outbuf: bytearray = field(default_factory=bytearray)
+    dump: bytearray | None = None  # past its deadline: what its faulthandler wrote (then it is killed)
+    dump_until: float = 0.0
 
     def call(self, request: dict, timeout: float) -> dict:
         """Send one request; return the worker's reply, or raise WorkerGone (and kill it) if none comes in time."""
@@ -169,7 +182,7 @@ class Worker:
         if self.sock:
             self.sock.close()
         running = self._running()
-        if running is None and why is not None:  # it never came up: the first request waiting learns why
+        if running is None and why is not None and not self.greeted:  # it never came up: the first request learns why
             running = next((r for r in self.requests if not r.settled), None)
         if running is not None:  # the grader may still ask for it: it gets what a non-speculating run would get
             running.gone = why or WorkerGone(
@@ -214,8 +227,19 @@ class Worker:
 
     def deadline(self) -> float | None:
         """When the request it is running must be answered by (None if it runs nothing)."""
+        if self.dump is not None and not self.dead:
+            return self.dump_until
         running = None if self.dead or self.started is None else self._running()
         return None if running is None else self.started + running.limit
+
+    def ask_where(self) -> bool:
+        """Past its deadline: ask it for its stack (the worker's faulthandler answers even inside C code)."""
+        try:
+            os.kill(self.pid, signal.SIGUSR1)
+        except (OSError, AttributeError):  # no such process, or no SIGUSR1 (Windows)
+            return False
+        self.dump, self.dump_until = bytearray(), time.monotonic() + DUMP_GRACE
+        return True
 
 
 def _wait_gone(pid: int, timeout: float = 5.0) -> None:
@@ -507,6 +531,10 @@ class Workers:
 
     def _read(self, worker: Worker) -> None:
         chunk = worker.sock.recv(1 << 20)
+        if worker.dump is not None:  # its stack, as text: the rest comes within a moment
+            worker.dump += chunk[: 1 << 16]
+            worker.dump_until = min(worker.dump_until, time.monotonic() + 0.05)
+            return
         if not chunk:
             worker.kill()  # it ended: the request it was running gets "ended without an answer"
             return
@@ -527,9 +555,13 @@ class Workers:
         now = time.monotonic()
         for worker in self._all:
             deadline = worker.deadline()
-            if deadline is not None and now > deadline:
-                limit = worker._running().limit
-                worker.kill(WorkerGone(f"did not finish within {limit:g} s and was stopped", timed_out=True))
+            if deadline is None or now <= deadline:
+                continue
+            if worker.dump is None and worker.pid and worker.ask_where():
+                continue
+            limit = worker._running().limit
+            stack = stack_of(bytes(worker.dump or b""))
+            worker.kill(WorkerGone(f"did not finish within {limit:g} s and was stopped", timed_out=True, stack=stack))
         for zygote in self._zygotes.started():
             while zygote.asked and now > zygote.asked[0] + START_TIMEOUT:
                 zygote.broken = True
