@@ -340,10 +340,13 @@ class Grader:
         try:
             try:
                 return self._run(task_id, request)
-            except workers.Diverged:  # this run's calls are not the plan's: a fresh worker runs just what is asked
+            except workers.Diverged:  # not the plan's call, or never started: a fresh worker runs just what is asked
                 self.prepare(task_id)
                 self.loaded.discard(task_id)
-                return self._run(task_id, request)
+                try:
+                    return self._run(task_id, request)
+                except workers.Diverged as exc:  # the fresh one ended too before it started: no answer
+                    raise LearnerError({"type": "died", "message": f"the check's process {exc}"}) from None
         except workers.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
             pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 

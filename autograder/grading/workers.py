@@ -66,10 +66,14 @@ def stack_of(dump: bytes) -> list[tuple[str, int, str]]:
 
 
 class Diverged(WorkerGone):
-    """The run asked for something other than what the worker was sent ahead: it must start over, fresh."""
+    """The request cannot be answered by this worker, through no fault of the request: ask a fresh worker.
 
-    def __init__(self):
-        super().__init__("was sent ahead calls that this run did not make")
+    The run asked for something other than what the worker was sent ahead, or
+    the worker ended (stopped, crashed) before it started on this request.
+    """
+
+    def __init__(self, message: str = "was sent ahead calls that this run did not make"):
+        super().__init__(message)
 
 
 @dataclass(eq=False)
@@ -129,7 +133,7 @@ class Worker:
                 if self.requests.index(head) >= self.sent:  # still unsent: it no longer waits for a free slot
                     self.wake()
             elif head is None and self.dead:
-                raise WorkerGone("the check's process had already ended")
+                raise WorkerGone("had already ended")
             else:
                 head = Request(frame, timeout)
                 self.requests.append(head)
@@ -188,7 +192,9 @@ class Worker:
             running.gone = why or WorkerGone(
                 "ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)"
             )
-        self.requests = deque(r for r in self.requests if r.settled)  # what it never started is forgotten
+        for request in self.requests:  # never started: whoever asks (or is waiting) gets it from a fresh worker
+            if not request.settled:
+                request.gone = Diverged("ended before it started on this call")
         self.sent = len(self.requests)
         self.started = None
         self.cond.notify_all()
