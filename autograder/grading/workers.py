@@ -132,8 +132,8 @@ class Worker:
                 head.planned = False
                 if self.requests.index(head) >= self.sent:  # still unsent: it no longer waits for a free slot
                     self.wake()
-            elif head is None and self.dead:
-                raise WorkerGone("had already ended")
+            elif head is None and self.dead:  # it ended while idle: this call never started, so a fresh one runs it
+                raise Diverged("had ended before this call")
             else:
                 head = Request(frame, timeout)
                 self.requests.append(head)
