@@ -246,7 +246,8 @@ class Grader:
             self.level, self.memory_mb, sandbox.hidden_paths(hidden), self.config.getoption("workers"), self.zygotes
         )
         plans = self.call_plans()
-        tasks = sorted(filter(self.selects, registry.TASKS), key=registry.sort_key)
+        # in the order their checks run (`pytest_collection_modifyitems`): torch's last
+        tasks = sorted(filter(self.selects, registry.TASKS), key=lambda t: (bool(preload_for(t)), registry.sort_key(t)))
         if self.workers.start == "fork":  # the slowest to start first: importing torch takes seconds
             for preload in sorted({preload_for(t) for t in tasks}, key=len, reverse=True):
                 self.zygotes.get(preload)
@@ -715,7 +716,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         grader.by_nodeid[item.nodeid] = result
     if drop:
         config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    # the checks whose workers wait for torch to import (seconds) run last: the others need not wait behind them
+    items[:] = sorted(keep, key=lambda item: bool(preload_for(task_marker(item)[0])))
     grader.results.selected = sorted({r.task for r in grader.results.tests}, key=registry.sort_key)
 
 
