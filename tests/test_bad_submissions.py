@@ -482,7 +482,9 @@ def _apply(folder: Path, edits: dict) -> None:
         path.write_text(text)
 
 
-def batch(submissions: Path, out: Path, *extra: str, test_timeout: float = 5) -> subprocess.CompletedProcess:
+def batch(
+    submissions: Path, out: Path, *extra: str, test_timeout: float = 5, timeout: float = 300
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [
             sys.executable,
@@ -497,7 +499,7 @@ def batch(submissions: Path, out: Path, *extra: str, test_timeout: float = 5) ->
             "--test-timeout",
             str(test_timeout),
             "--timeout",
-            "300",
+            str(timeout),
             "--quiet",
             *extra,
         ],
@@ -644,24 +646,7 @@ def test_a_slow_honest_submission_keeps_the_checks_it_finished(tmp_path):
         },
     )
     out = tmp_path / "grades.csv"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autograder",
-            "batch",
-            str(submissions),
-            "--out",
-            str(out),
-            "--timeout",
-            "8",
-            "--quiet",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = batch(submissions, out, test_timeout=10, timeout=8)
     assert proc.returncode == 0, proc.stderr
     with open(out, newline="") as f:
         (row,) = list(csv.DictReader(f))

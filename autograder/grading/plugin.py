@@ -59,6 +59,7 @@ MAX_SOURCE = 1_000_000  # bytes of one learner file
 GRADER = pytest.StashKey["Grader"]()
 ZYGOTES = pytest.StashKey[workers.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
+LESSONS_PACKAGE = f"{__package__.rpartition('.')[0]}.lessons"  # what pytest names the test modules there
 RECORDED = LESSONS / "reference_answers.json"
 
 
@@ -493,7 +494,7 @@ def scenario_source(module_name: str) -> str:
     module = sys.modules.get(module_name)
     if module is not None:
         path = Path(module.__file__)
-    elif module_name.startswith(f"{__package__.rpartition('.')[0]}.lessons."):
+    elif module_name.startswith(f"{LESSONS_PACKAGE}."):
         path = LESSONS / f"{module_name.rpartition('.')[2]}.py"
     else:
         raise OSError(f"no file known for {module_name}")
@@ -522,9 +523,7 @@ def preload_for(task_id: str) -> tuple[str, ...]:
 def lesson_modules(task_id: str) -> tuple[str, ...]:
     """The test modules of the task's lesson (`autograder.lessons.test_06_backward`): where its scenarios are."""
     number = registry.task(task_id).lesson
-    return tuple(
-        f"{__package__.rpartition('.')[0]}.lessons.{p.stem}" for p in sorted(LESSONS.glob(f"test_{number:02d}_*.py"))
-    )
+    return tuple(f"{LESSONS_PACKAGE}.{p.stem}" for p in sorted(LESSONS.glob(f"test_{number:02d}_*.py")))
 
 
 @cache

@@ -18,6 +18,14 @@ def grade_command(task_id: str, impl_option: str = "") -> str:
     return f"pytest autograder --task {task_id}{impl_option}"
 
 
+def next_lesson(tasks: list[TaskResult]) -> registry.Lesson | None:
+    """The first graded lesson after the last one these tasks come from (bonus lessons are never "next")."""
+    last = max((t.task.lesson for t in tasks), default=0)
+    return next(
+        (lesson for lesson in registry.LESSONS if lesson.tasks and not lesson.bonus and lesson.number > last), None
+    )
+
+
 def scorecard(
     tasks: list[TaskResult],
     graded: str,
@@ -69,20 +77,10 @@ def scorecard(
             else "Every graded task passes. Well done!"
         )
     if todo is None and tasks:
-        after = (
-            [
-                lesson
-                for lesson in registry.LESSONS
-                if lesson.tasks and not lesson.bonus and lesson.number > max(t.task.lesson for t in tasks)
-            ]
-            if tasks
-            else []
-        )
+        after = next_lesson(tasks)
         if after:
-            out.append(f"Next: lesson {after[0].number} · {after[0].title}")
-            out.append(
-                f"      read {after[0].page}, then run: pytest autograder --lesson {after[0].number}{impl_option}"
-            )
+            out.append(f"Next: lesson {after.number} · {after.title}")
+            out.append(f"      read {after.page}, then run: pytest autograder --lesson {after.number}{impl_option}")
     elif todo is not None:
         target, why = todo.task, todo.status
         if todo.waits_for:  # the task it is blocked by comes first
@@ -196,19 +194,11 @@ def progress(
     )
     if todo is None:
         out.append("Every task here passes. Well done!")
-        after = (
-            [
-                lesson
-                for lesson in registry.LESSONS
-                if lesson.tasks and not lesson.bonus and lesson.number > max(t.task.lesson for t in tasks)
-            ]
-            if tasks
-            else []
-        )
+        after = next_lesson(tasks)
         if after:
-            command = lesson_command.format(number=after[0].number, impl=results.impl_option)
-            out.append(f"Next: lesson {after[0].number} · {after[0].title}")
-            out.append(f"      read {after[0].page}, then run: {command}")
+            command = lesson_command.format(number=after.number, impl=results.impl_option)
+            out.append(f"Next: lesson {after.number} · {after.title}")
+            out.append(f"      read {after.page}, then run: {command}")
     elif todo is not None:
         target, why = todo.task, todo.status
         if todo.waits_for:  # the task it is blocked by comes first

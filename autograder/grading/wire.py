@@ -2,19 +2,18 @@
 
 Plain data is exactly `int`, `float`, `bool`, `None`, `str`, and lists and
 dicts (with string keys) of them. Frames are JSON, preceded by their length;
-the trusted side reads them with a deadline and a size cap and parses them
-strictly (`decode`), so a worker can neither hang the grader by trickling
-bytes nor flood it, and nothing it sends is ever unpickled or executed.
+the trusted side (the dispatcher of `workers.Workers`) reads them with a
+deadline and a size cap and parses them strictly (`decode`), so a worker can
+neither hang the grader by trickling bytes nor flood it, and nothing it sends
+is ever unpickled or executed.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
 import socket
 import struct
-import time
 from typing import Any
 
 MAX_FRAME = 4 * 1024 * 1024  # bytes of one answer: enough for any scenario's data, far less than a flood
@@ -27,10 +26,6 @@ HEADER = struct.Struct("!I")
 
 class WireError(Exception):
     """The other side sent something that is not a well-formed frame of plain data."""
-
-
-class Deadline(Exception):
-    """The other side did not answer in time."""
 
 
 class Closed(Exception):
@@ -88,33 +83,6 @@ def decode(body: bytes) -> Any:
 
 def send(sock: socket.socket, value: Any) -> None:
     sock.sendall(encode(value))
-
-
-def receive(sock: socket.socket, deadline: float | None) -> Any:
-    """One frame, parsed; raise Deadline if it is not complete by `deadline` (a time.monotonic() value)."""
-    size = HEADER.unpack(_read_exactly(sock, HEADER.size, deadline))[0]
-    if size > MAX_FRAME:
-        raise WireError(f"an answer of {size} bytes (the limit is {MAX_FRAME})")
-    return decode(_read_exactly(sock, size, deadline))
-
-
-def _read_exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes:
-    chunks, missing = [], size
-    while missing:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            ready = select.select([sock], [], [], max(left, 0))[0] if left > 0 else []
-            if not ready:
-                raise Deadline()
-        try:
-            chunk = sock.recv(min(missing, 1 << 20))
-        except (ConnectionResetError, BrokenPipeError) as exc:
-            raise Closed(str(exc)) from None
-        if not chunk:
-            raise Closed("end of stream")
-        chunks.append(chunk)
-        missing -= len(chunk)
-    return b"".join(chunks)
 
 
 def read_frame_blocking(fd: int) -> Any:

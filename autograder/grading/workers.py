@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,7 +106,7 @@ class Worker:
 
     task: str
     cond: threading.Condition
-    wake: object  # callable: tells the dispatcher there is something to send
+    wake: Callable[[], None]  # tells the dispatcher there is something to send
     sock: socket.socket | None = None
     pid: int = 0
     group: bool = False
@@ -170,7 +171,7 @@ class Worker:
     # --- the dispatcher's side: called with `cond` held --------------------------------------------------------------
 
     def kill(self, why: Exception | None = None) -> None:
-        """Kill the process, settle the request it was running with `why`, and drop the ones it never started."""
+        """Kill the process; the request it was running gets `why`, the ones it never started go to a fresh worker."""
         if self.dead:
             return
         self.dead = True
