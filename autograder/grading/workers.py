@@ -165,8 +165,14 @@ class Worker:
                 raise WorkerGone(f"sent something that is not an answer: could not set up: {message}")
 
     def _wait(self, request: Request) -> None:
+        # a backstop: whatever keeps the dispatcher from settling it, the grader waits at most this long
+        give_up = time.monotonic() + START_TIMEOUT + request.limit
         while not request.settled:
             self.cond.wait(1.0)
+            if not request.settled and time.monotonic() > give_up:
+                self.kill(WorkerGone(f"did not finish within {request.limit:g} s and was stopped", timed_out=True))
+                if not request.settled:
+                    request.gone = WorkerGone(f"did not finish within {request.limit:g} s and was stopped", True)
 
     # --- the dispatcher's side: called with `cond` held --------------------------------------------------------------
 
@@ -630,9 +636,12 @@ class Workers:
             self._closing = True
         self._wake()
         self._thread.join()
+        end = time.monotonic() + 10  # a stuck zygote must not hold the run's end for long
         for zygote in self._zygotes.started():  # a worker forked but not yet handed over is still a process
             while zygote.forking:
-                ready = select.select([zygote.ctrl], [], [], START_TIMEOUT)[0]
+                ready = select.select([zygote.ctrl], [], [], max(0.0, end - time.monotonic()))[0]
+                if not ready:
+                    zygote.broken = True  # out of step with its requests from now on: never reused
                 worker, sock, _ = zygote.take() if ready else (zygote.forking.pop(0), None, None)
                 if sock is not None and not worker.dead:
                     worker.sock = sock
