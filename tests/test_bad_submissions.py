@@ -652,3 +652,5 @@ def test_a_slow_honest_submission_keeps_the_checks_it_finished(tmp_path):
         (row,) = list(csv.DictReader(f))
     assert row["status"] == "timed out" and "did not finish within 8 s" in row["note"], row
     assert int(row["total"]) > 0 and "kept the" in row["note"], row
+    log = (out.with_suffix(".results") / "slow.log").read_text()
+    assert "most recent call first" in log and "in main" in log, log[-3000:]  # where the grader was, for a report

@@ -150,6 +150,7 @@ def grade_one(
                 code, status = proc.wait(timeout=timeout), None
             except subprocess.TimeoutExpired:
                 code, status = None, "timed out"
+                _ask_where(proc)
             finally:
                 if os.name == "posix":
                     try:
@@ -171,6 +172,17 @@ def grade_one(
     if results is None or not results.complete:
         return Outcome(folder.name, "crashed", seconds, results, f"the grader exited with code {code}{skipped}")
     return Outcome(folder.name, "graded", seconds, results, skipped.removeprefix("; "))
+
+
+def _ask_where(proc: subprocess.Popen) -> None:
+    """Before it is killed, a grader past its wall time writes every thread's stack into its log (`grade` registers
+    the signal): what an instructor, or a bug report, needs to see why it never finished."""
+    if hasattr(signal, "SIGUSR1"):
+        os.kill(proc.pid, signal.SIGUSR1)
+        try:
+            proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _read(path: Path) -> Results | None:
