@@ -284,3 +284,40 @@ def test_calls_sent_ahead_never_stand_in_for_calls_the_run_did_not_make(tmp_path
     assert planned.status == honest.status, planned.output[-3000:]
     assert planned.score_by_task == honest.score_by_task
     assert {"passed", "failed"} <= set(honest.status.values())
+
+
+def test_a_bug_that_stops_the_dispatcher_fails_each_later_call_at_once(monkeypatch):
+    """With nobody left to send its requests, a call would wait out the backstop (here an hour), check after check."""
+    import threading
+
+    from autograder.grading import sandbox, workers
+
+    def bug(self, readable, writable):
+        raise RuntimeError("a bug in the dispatcher")
+
+    monkeypatch.setattr(workers, "START_TIMEOUT", 3600.0)
+    monkeypatch.setattr(workers.Workers, "_io", bug)
+    pool = workers.Workers(sandbox.PROCESSES, 0, [])
+    try:
+        pool._wake()
+        pool._thread.join(10)
+        assert not pool._thread.is_alive()
+        pool.prepare("2.1", {"op": "setup"}, 5.0)
+        failures = []
+
+        def call():
+            try:
+                pool.get("2.1").call({"op": "load"}, 5.0)
+            except workers.WorkerGone as exc:
+                failures.append(str(exc))
+
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        caller.join(30)
+        assert not caller.is_alive(), "the call waits for a dispatcher that is gone"
+        assert failures == [
+            "was lost by the grader (RuntimeError: a bug in the dispatcher at test_grading.py:"
+            f"{bug.__code__.co_firstlineno + 1}); please report it"
+        ]
+    finally:
+        pool.close()

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -419,6 +420,7 @@ class Workers:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._closing = False
+        self.lost: str | None = None  # why the dispatcher stopped, if a bug stopped it
         self._thread = threading.Thread(target=self._dispatch, name="autograder-dispatcher", daemon=True)
         self._thread.start()
 
@@ -437,7 +439,9 @@ class Workers:
         with self.cond:
             self.workers[task] = worker
             self._all.append(worker)
-            if self.start == "fork":
+            if self.lost:
+                worker.kill(WorkerGone(self.lost))
+            elif self.start == "fork":
                 self._zygotes.get(preload).fork(worker, self.options)
             else:
                 self._spawn(worker, preload)
@@ -476,9 +480,15 @@ class Workers:
                     self._io(readable, writable)
                     self._expire()
         except BaseException as exc:  # noqa: BLE001 - a grader bug must not leave the test thread waiting forever
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
             with self.cond:
+                # every later check fails at once too: with nobody to send its requests, it would wait out the backstop
+                self.lost = (
+                    f"was lost by the grader ({type(exc).__name__}: {exc} at {Path(frame.filename).name}:"
+                    f"{frame.lineno}); please report it"
+                )
                 for worker in self._all:
-                    worker.kill(WorkerGone(f"was lost by the grader ({type(exc).__name__}: {exc}); please report it"))
+                    worker.kill(WorkerGone(self.lost))
 
     def _fill(self) -> None:
         """Send what was asked for; send planned requests while fewer than `slots` workers run planned ones."""
