@@ -268,6 +268,28 @@ for _f in _gc.get_objects():
         verdict_attack=True,
     ),
     Bad(
+        "writes_frames_that_are_not_answers",
+        {
+            "engine.py": [
+                (
+                    REPR,
+                    """        import json, os, struct
+        kinds = [[1, 2], "ok", 7, None, {}, {"error": "text"}, {"output": ""}]
+        body = json.dumps(kinds[int(abs(self.data) * 7) % len(kinds)]).encode()  # a kind for each check
+        for fd in range(3, 64):
+            try:
+                os.write(fd, struct.pack("!I", len(body)) + body)
+            except OSError:
+                pass
+        return "Value(data={})".format(self.data)""",
+                )
+            ]
+        },
+        {"2.2": "error"},
+        "not an answer",
+        verdict_attack=True,
+    ),
+    Bad(
         "trickles_bytes_into_the_channel",
         {
             "engine.py": [
@@ -565,7 +587,8 @@ def _grade_corpus(root: Path, entries: list[Bad], *extra: str) -> dict:
 
 def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> None:
     row, results = graded["rows"][bad.name], graded["results"][bad.name]
-    assert row["status"] == "graded", row
+    log = graded["out"].with_suffix(".results") / f"{bad.name}.log"
+    assert row["status"] == "graded", (row, log.read_text()[-6000:])  # the log ends with where a stuck grader was
     status = {t.task.id: t.status for t in results.tasks}
     scores = {t.task.id: t.earned for t in results.tasks}
     output = "\n".join(f"{r.task} {r.status}: {r.message}" for r in results.tests if r.status != "passed")
@@ -654,3 +677,5 @@ def test_a_slow_honest_submission_keeps_the_checks_it_finished(tmp_path):
     assert int(row["total"]) > 0 and "kept the" in row["note"], row
     log = (out.with_suffix(".results") / "slow.log").read_text()
     assert "most recent call first" in log and "in main" in log, log[-3000:]  # where the grader was, for a report
+    if AS_ROOT:  # the killed grader's workers are gone too, not even left as zombies for the system to reap
+        assert _sandbox_processes() == []

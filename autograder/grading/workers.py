@@ -232,6 +232,8 @@ class Worker:
         running = self._running()
         if running is None:
             raise wire.WireError("an answer nobody asked for")
+        if type(frame) is not dict or not ("ok" in frame or type(frame.get("error")) is dict):
+            raise wire.WireError("data of the wrong shape (an answer is a dict with `ok` or `error`)")
         running.reply = frame
         self.started = time.monotonic() if self._running() is not None else None
         error = frame.get("error")
@@ -254,6 +256,13 @@ class Worker:
             return False
         self.dump, self.dump_until = bytearray(), time.monotonic() + DUMP_GRACE
         return True
+
+
+def _lost(exc: BaseException) -> str:
+    """What a check is told when a bug in the grader's own code lost its call: the error and where it was raised."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    where = f"{Path(frame.filename).name}:{frame.lineno}"
+    return f"was lost by the grader ({type(exc).__name__}: {exc} at {where}); please report it"
 
 
 def _wait_gone(pid: int, timeout: float = 5.0) -> None:
@@ -480,13 +489,9 @@ class Workers:
                     self._io(readable, writable)
                     self._expire()
         except BaseException as exc:  # noqa: BLE001 - a grader bug must not leave the test thread waiting forever
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
             with self.cond:
                 # every later check fails at once too: with nobody to send its requests, it would wait out the backstop
-                self.lost = (
-                    f"was lost by the grader ({type(exc).__name__}: {exc} at {Path(frame.filename).name}:"
-                    f"{frame.lineno}); please report it"
-                )
+                self.lost = _lost(exc)
                 for worker in self._all:
                     worker.kill(WorkerGone(self.lost))
 
@@ -551,6 +556,8 @@ class Workers:
                     worker.kill()
                 else:
                     worker.kill(WorkerGone(f"sent something that is not an answer: {exc}"))
+            except Exception as exc:  # noqa: BLE001 - a grader bug here costs this worker's call, not the whole run
+                worker.kill(WorkerGone(_lost(exc)))
 
     def _read(self, worker: Worker) -> None:
         chunk = worker.sock.recv(1 << 20)
@@ -582,9 +589,10 @@ class Workers:
                 continue
             if worker.dump is None and worker.pid and worker.ask_where():
                 continue
-            limit = worker._running().limit
+            running = worker._running()
+            limit = f"{running.limit:g} s" if running else "its time limit"
             stack = stack_of(bytes(worker.dump or b""))
-            worker.kill(WorkerGone(f"did not finish within {limit:g} s and was stopped", timed_out=True, stack=stack))
+            worker.kill(WorkerGone(f"did not finish within {limit} and was stopped", timed_out=True, stack=stack))
         for zygote in self._zygotes.started():
             while zygote.asked and now > zygote.asked[0] + START_TIMEOUT:
                 zygote.broken = True
@@ -657,7 +665,7 @@ class Workers:
                     worker.sock = sock
         with self.cond:
             for worker in self._all:
-                self._finish_greeting(worker)
+                self._finish_greeting(worker, max(0.1, end - time.monotonic()))
                 worker.kill()
         for proc in self._spawned:
             proc.kill()
@@ -673,12 +681,15 @@ class Workers:
         except OSError:
             pass
 
-    def _finish_greeting(self, worker: Worker) -> None:
-        """Read the greeting of a worker the dispatcher has not heard from yet: it says which pid to kill."""
+    def _finish_greeting(self, worker: Worker, timeout: float) -> None:
+        """Read the greeting of a worker the dispatcher has not heard from yet: it says which pid to kill.
+
+        Without it, the worker still ends: it has run no learner code yet, and it stops when its socket closes.
+        """
         if worker.sock is None or worker.dead or worker.greeted:
             return
         try:
-            worker.sock.settimeout(START_TIMEOUT)
+            worker.sock.settimeout(timeout)
             while not worker.greeted and not worker.dead:
                 self._read(worker)
         except (OSError, wire.WireError, KeyError, TypeError, ValueError):
