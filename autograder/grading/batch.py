@@ -15,6 +15,7 @@ not graded again.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -138,14 +139,16 @@ def grade_one(
         ]
         command += [arg for path in hidden for arg in ("--hide", str(path))]
         with open(log, "wb") as out:
-            proc = subprocess.Popen(
-                command,
-                cwd=REPO,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            with _children:
+                proc = subprocess.Popen(
+                    command,
+                    cwd=REPO,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+                _graders.add(proc.pid)
             try:
                 code, status = proc.wait(timeout=timeout), None
             except subprocess.TimeoutExpired:
@@ -158,6 +161,9 @@ def grade_one(
                     except ProcessLookupError:
                         pass
                 proc.wait()
+                with _children:
+                    _graders.discard(proc.pid)
+                _clear_leftovers()
     seconds = time.monotonic() - start
     _keep_tail(log)
     results = _read(partial)
@@ -172,6 +178,62 @@ def grade_one(
     if results is None or not results.complete:
         return Outcome(folder.name, "crashed", seconds, results, f"the grader exited with code {code}{skipped}")
     return Outcome(folder.name, "graded", seconds, results, skipped.removeprefix("; "))
+
+
+# Linux: a process whose parent dies goes to the nearest "subreaper" above it. Batch is one while it grades, so the
+# processes a killed grader leaves (its workers, dying) are killed and reaped here, not left as zombies to an init
+# that may never reap them (a container's). Every child of this process that is not a running grader is a leftover.
+PR_SET_CHILD_SUBREAPER = 36
+_graders: set[int] = set()
+_children = threading.Lock()  # held while a grader starts (its pid is known) and while leftovers are reaped
+
+
+@contextlib.contextmanager
+def _adopting_leftovers():
+    if sys.platform != "linux":
+        yield
+        return
+    import ctypes
+
+    prctl = ctypes.CDLL(None).prctl
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        yield
+    finally:
+        prctl(PR_SET_CHILD_SUBREAPER, 0)
+        _clear_leftovers()
+
+
+def _clear_leftovers(timeout: float = 5.0) -> None:
+    """Kill and reap this process's children that are not running graders (those a grader left when it ended)."""
+    if sys.platform != "linux":
+        return
+    end = time.monotonic() + timeout
+    while True:
+        with _children:
+            left = [pid for pid in _child_pids() if pid not in _graders]
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+        if not left or time.monotonic() > end:
+            return
+        time.sleep(0.01)
+
+
+def _child_pids() -> list[int]:
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()  # after the name, which may hold anything
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                found.append(int(entry))
+    return found
 
 
 def _ask_where(proc: subprocess.Popen) -> None:
@@ -232,7 +294,7 @@ def batch(
     new_file = not out.exists() or out.stat().st_size == 0
     lock = threading.Lock()
     outcomes = []
-    with open(out, "a", newline="") as f, ThreadPoolExecutor(max_workers=jobs) as pool:
+    with _adopting_leftovers(), open(out, "a", newline="") as f, ThreadPoolExecutor(max_workers=jobs) as pool:
         writer = csv.DictWriter(f, fieldnames=columns())
         if new_file:
             writer.writeheader()
