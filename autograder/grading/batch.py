@@ -7,10 +7,11 @@ private folder, then graded by `python -m autograder grade` (the one runner)
 in a process of its own with a wall-time cap; the learner's code runs in that
 grader's sandboxed workers, which cannot see the other submissions, the
 gradebook or the grader. The grader saves its results after every check, so a
-submission stopped at the wall time keeps the checks it finished. Only this
-process writes the gradebook: one row per submission, as soon as it is done.
-Run the command again and it resumes: submissions that already have a row are
-not graded again.
+submission stopped at the wall time keeps the checks it finished, and its
+log ends with where the grader was stuck; whatever processes a stopped grader
+leaves are killed and reaped here. Only this process writes the gradebook:
+one row per submission, as soon as it is done. Run the command again and it
+resumes: submissions that already have a row are not graded again.
 """
 
 from __future__ import annotations
