@@ -321,3 +321,24 @@ def test_a_bug_that_stops_the_dispatcher_fails_each_later_call_at_once(monkeypat
         ]
     finally:
         pool.close()
+
+
+def test_a_worker_stopped_while_the_dispatcher_looks_away_costs_no_other_call(monkeypatch):
+    """The grader's thread may stop a worker (a capstone that now waits) just after the dispatcher has listed the
+    sockets to watch and before its select(): the dispatcher must look again, not stop (and hang the run)."""
+    from autograder.grading import runner, workers
+
+    watch, stopped = workers.Workers._watch, []
+
+    def watch_then_stop_one(self):
+        readers, writers, timeout = watch(self)
+        for worker in self._all:
+            if not stopped and worker.sock in readers and worker.greeted and not worker.busy:
+                worker.kill()  # as `Workers.stop` does, from the grader's thread
+                stopped.append(worker.task)
+        return readers, writers, timeout
+
+    monkeypatch.setattr(workers.Workers, "_watch", watch_then_stop_one)
+    results = runner.grade("solutions", lessons=[2])
+    assert stopped
+    assert all(t.status == "passed" for t in results.tests), [(t.task, t.message) for t in results.tests]

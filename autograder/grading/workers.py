@@ -475,6 +475,7 @@ class Workers:
     # --- the dispatcher thread ---------------------------------------------------------------------------------------
 
     def _dispatch(self) -> None:
+        stale = 0
         try:
             while True:
                 with self.cond:
@@ -482,7 +483,14 @@ class Workers:
                         return
                     self._fill()
                     readers, writers, timeout = self._watch()
-                readable, writable, _ = select.select(readers, writers, [], timeout)
+                try:
+                    readable, writable, _ = select.select(readers, writers, [], timeout)
+                except ValueError:  # the grader's thread closed one of them meanwhile (a worker it stopped): again
+                    stale += 1
+                    if stale > 100:  # not that: something is wrong for good
+                        raise
+                    continue
+                stale = 0
                 with self.cond:
                     if self._closing:
                         return
