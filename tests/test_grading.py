@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import jsonschema
+import pytest
 
 from autograder.course import registry
 from autograder.export.stubs import expected_files
@@ -323,22 +324,38 @@ def test_a_bug_that_stops_the_dispatcher_fails_each_later_call_at_once(monkeypat
         pool.close()
 
 
-def test_a_worker_stopped_while_the_dispatcher_looks_away_costs_no_other_call(monkeypatch):
+@pytest.mark.parametrize("gone", ["socket closed", "descriptor closed"])
+def test_a_worker_stopped_while_the_dispatcher_looks_away_costs_no_other_call(monkeypatch, gone):
     """The grader's thread may stop a worker (a capstone that now waits) just after the dispatcher has listed the
-    sockets to watch and before its select(): the dispatcher must look again, not stop (and hang the run)."""
+    sockets to watch, before or during its select(): the dispatcher must look again, not stop (and hang the run).
+
+    Closed before select() reads its number, the socket says -1 (ValueError); closed after, while select() starts,
+    its number names nothing (EBADF).
+    """
+    import os
+    import socket
+
     from autograder.grading import runner, workers
 
-    watch, stopped = workers.Workers._watch, []
+    watch, stopped, ghosts = workers.Workers._watch, [], []
 
     def watch_then_stop_one(self):
         readers, writers, timeout = watch(self)
         for worker in self._all:
             if not stopped and worker.sock in readers and worker.greeted and not worker.busy:
+                if gone == "descriptor closed":  # select() has read the number already: it sees a copy
+                    ghosts.append(socket.socket(fileno=os.dup(worker.sock.fileno())))
+                    os.close(ghosts[-1].fileno())  # the copy's number now names nothing
+                    readers[readers.index(worker.sock)] = ghosts[-1]
                 worker.kill()  # as `Workers.stop` does, from the grader's thread
                 stopped.append(worker.task)
         return readers, writers, timeout
 
     monkeypatch.setattr(workers.Workers, "_watch", watch_then_stop_one)
-    results = runner.grade("solutions", lessons=[2])
+    try:
+        results = runner.grade("solutions", lessons=[2])
+    finally:
+        for ghost in ghosts:
+            ghost.detach()
     assert stopped
     assert all(t.status == "passed" for t in results.tests), [(t.task, t.message) for t in results.tests]

@@ -485,7 +485,7 @@ class Workers:
                     readers, writers, timeout = self._watch()
                 try:
                     readable, writable, _ = select.select(readers, writers, [], timeout)
-                except ValueError:  # the grader's thread closed one of them meanwhile (a worker it stopped): again
+                except (ValueError, OSError):  # the grader's thread closed one meanwhile (a worker it stopped): again
                     stale += 1
                     if stale > 100:  # not that: something is wrong for good
                         raise
