@@ -485,9 +485,9 @@ class Workers:
                     readers, writers, timeout = self._watch()
                 try:
                     readable, writable, _ = select.select(readers, writers, [], timeout)
-                except (ValueError, OSError):  # the grader's thread closed one meanwhile (a worker it stopped): again
+                except (ValueError, OSError):  # the grader's thread stopped a worker meanwhile: look again
                     stale += 1
-                    if stale > 100:  # not that: something is wrong for good
+                    if stale > 100:  # not a race: something is wrong for good
                         raise
                     continue
                 stale = 0
