@@ -223,8 +223,6 @@ def test_a_worker_that_cannot_start_stops_the_run_with_its_error(monkeypatch):
     """The grader's fault (here: a worker interpreter that dies at once) is one clear error, not a failed check."""
     import sys
 
-    import pytest
-
     from autograder.grading import runner, workers
 
     broken = [sys.executable, "-c", "import sys; sys.exit('ModuleNotFoundError: no module named autograder')"]

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO
+from autograder.grading import sandbox
 from autograder.grading.results import STATUSES, Results
 
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log
@@ -184,30 +185,33 @@ def grade_one(
 # Linux: a process whose parent dies goes to the nearest "subreaper" above it. Batch is one while it grades, so the
 # processes a killed grader leaves (its workers, dying) are killed and reaped here, not left as zombies to an init
 # that may never reap them (a container's). Every child of this process that is not a running grader is a leftover.
-PR_SET_CHILD_SUBREAPER = 36
 _graders: set[int] = set()
 _children = threading.Lock()  # held while a grader starts (its pid is known) and while leftovers are reaped
+_adopting = False  # only while batch() is the subreaper: a caller's own child processes are never touched
 
 
 @contextlib.contextmanager
 def _adopting_leftovers():
+    global _adopting
     if sys.platform != "linux":
         yield
         return
     import ctypes
 
     prctl = ctypes.CDLL(None).prctl
-    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(sandbox.PR_SET_CHILD_SUBREAPER, 1)
+    _adopting = True
     try:
         yield
     finally:
-        prctl(PR_SET_CHILD_SUBREAPER, 0)
         _clear_leftovers()
+        _adopting = False
+        prctl(sandbox.PR_SET_CHILD_SUBREAPER, 0)
 
 
 def _clear_leftovers(timeout: float = 5.0) -> None:
     """Kill and reap this process's children that are not running graders (those a grader left when it ended)."""
-    if sys.platform != "linux":
+    if not _adopting:
         return
     end = time.monotonic() + timeout
     while True:
