@@ -34,7 +34,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO
-from autograder.grading import sandbox
+from autograder.worker import sandbox
 from autograder.grading.results import STATUSES, Results
 
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log

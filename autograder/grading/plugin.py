@@ -13,7 +13,7 @@ and a hint, and gives the grading tests two fixtures:
   *args)` computes any other expected value here (PyTorch's), kept alike.
 
 This process never runs learner code: it reads the learner's files as text
-and hands them to the workers (`workers.py`), which start before the tests
+and hands them to the workers (`pool.py`), which start before the tests
 are collected and are sent ahead the calls each task's checks made in the
 last run (its *call plan*). It sorts every outcome into passed / not started
 / failed / error / timed out, and writes the scorecard and the results file
@@ -48,16 +48,16 @@ from autograder.course.regions import (
     owners_of,
     tasks_of_scope,
 )
-from autograder.grading import drawing, sandbox, scorecard, workers
+from autograder.grading import drawing, isolation, pool, scorecard
 from autograder.grading.limits import CHECK_TIMEOUT, KILL_GRACE, MEMORY_LIMIT_MB
 from autograder.grading.results import Results, TestResult
-from autograder.grading.worker import to_plain
 from autograder.kit.checks import CheckFailed, GraphsDiffer, WaitsFor
-from autograder.kit.scenario import SCENARIO_FLAG
+from autograder.worker.scenario import SCENARIO_FLAG
+from autograder.worker.wire import LEVELS, PROCESSES, to_plain
 
 MAX_SOURCE = 1_000_000  # bytes of one learner file
 GRADER = pytest.StashKey["Grader"]()
-ZYGOTES = pytest.StashKey[workers.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
+ZYGOTES = pytest.StashKey[pool.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 LESSONS_PACKAGE = f"{__package__.rpartition('.')[0]}.lessons"  # what pytest names the test modules there
 RECORDED = LESSONS / "reference_answers.json"
@@ -100,15 +100,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--isolation",
-        choices=("auto", *sandbox.LEVELS),
+        choices=("auto", *LEVELS),
         default="auto",
         help="how the learner's code is shut in (default: the best this system allows)",
     )
     group.addoption(
         "--workers",
-        choices=("fork", "spawn"),
-        default="fork",
-        help="fork workers from a warm process (default where possible), or spawn fresh ones",
+        choices=("auto", "fork", "spawn"),
+        default="auto",
+        help="how workers start: fork from a warm process (Linux: the default), or spawn fresh ones "
+        "(macOS and Windows: the default)",
     )
     group.addoption(
         "--hide",
@@ -147,13 +148,14 @@ class Grader:
         self.timeout = config.getoption("check_timeout")
         self.memory_mb = config.getoption("memory_limit")
         try:
-            self.level = workers.level_for(config.getoption("isolation"))
+            self.level = isolation.level_for(config.getoption("isolation"))
+            self.start_method = pool.start_method(config.getoption("workers"))
         except RuntimeError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.results = Results(self.graded_name(), self.impl_option, self.level, complete=False)
         self.by_nodeid: dict[str, TestResult] = {}
-        self.workers: workers.Workers | None = None
-        self.zygotes: workers.Zygotes | None = None  # what the workers fork from: this run's, or a caller's pool
+        self.workers: pool.Pool | None = None
+        self.zygotes: pool.Zygotes | None = None  # what the workers fork from: this run's, or a caller's pool
         self.own_zygotes = False
         self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
         self.file_failures: dict[str, dict] = {}  # learner file -> why it does not load
@@ -168,7 +170,7 @@ class Grader:
         if self._answers is None:
             fingerprint = reference_fingerprint()
             self._answers = _ANSWERS.setdefault(fingerprint, {})
-            if self.level != sandbox.PROCESSES:  # only there could learner code have written the file
+            if self.level != PROCESSES:  # only there could learner code have written the file
                 try:
                     self._answers.update(json.loads((ANSWER_CACHE / f"{fingerprint}.json").read_text()))
                 except (OSError, ValueError):
@@ -176,7 +178,7 @@ class Grader:
         return self._answers
 
     def save_answers(self) -> None:
-        if self.new_answers and self.level != sandbox.PROCESSES and self._answers is not None:
+        if self.new_answers and self.level != PROCESSES and self._answers is not None:
             path = ANSWER_CACHE / f"{reference_fingerprint()}.json"
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -243,8 +245,8 @@ class Grader:
         if self.config.getoption("draw"):  # made now, so that it can be hidden from the learner's code like the rest
             Path(self.config.getoption("draw")).mkdir(parents=True, exist_ok=True)
             hidden.append(self.config.getoption("draw"))
-        self.workers = workers.Workers(
-            self.level, self.memory_mb, sandbox.hidden_paths(hidden), self.config.getoption("workers"), self.zygotes
+        self.workers = pool.Pool(
+            self.level, self.memory_mb, isolation.hidden_paths(hidden), self.start_method, self.zygotes
         )
         plans = self.call_plans()
         # in the order their checks run (`pytest_collection_modifyitems`): torch's last
@@ -255,21 +257,18 @@ class Grader:
         try:
             for task_id in tasks:
                 self.prepare(task_id, plans.get(task_id, []))
-        except workers.StartFailed as exc:
+        except pool.StartFailed as exc:
             pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 
     def prepare(self, task_id: str, plan: list[dict] = ()) -> None:
         """A worker for the task, sent ahead the calls of `plan` (what earlier runs asked of this task, in order)."""
-        limit = self.timeout + KILL_GRACE
-        planned = [(self.load_request(), limit)] if plan else []
+        planned = [self.load_request()] if plan else []
         for call in plan:
             try:
-                planned.append(
-                    (self.run_request(task_id, call["file"], call["name"], call["args"], call["kwargs"]), limit)
-                )
+                planned.append(self.run_request(task_id, call["file"], call["name"], call["args"], call["kwargs"]))
             except (KeyError, TypeError, OSError, SyntaxError):
                 break  # a plan from other test files: what is left of it will not match anyway
-        self.workers.prepare(task_id, self.setup_for(task_id), limit, preload_for(task_id), planned)
+        self.workers.prepare(task_id, self.setup_for(task_id), preload_for(task_id), planned)
 
     def load_request(self) -> dict:
         return {"op": "load", "timeout": self.timeout}
@@ -285,7 +284,7 @@ class Grader:
         """The calls each task's checks made in earlier runs of these test files (read from disk where safe)."""
         fingerprint = lessons_fingerprint()
         plans = _PLANS.setdefault(fingerprint, {})
-        if not plans and self.level != sandbox.PROCESSES:  # only there could learner code have written the file
+        if not plans and self.level != PROCESSES:  # only there could learner code have written the file
             try:
                 path = PLAN_CACHE / f"{fingerprint}.json"
                 if path.stat().st_size < MAX_PLAN_FILE:
@@ -301,7 +300,7 @@ class Grader:
         for task_id, calls in self.asked.items():
             if plans.get(task_id, [])[: len(calls)] != calls:
                 plans[task_id], changed = calls, True
-        if changed and self.level != sandbox.PROCESSES:
+        if changed and self.level != PROCESSES:
             try:
                 PLAN_CACHE.mkdir(parents=True, exist_ok=True)
                 for stale in PLAN_CACHE.glob("*.json"):  # plans of test files that have changed since
@@ -314,7 +313,7 @@ class Grader:
         """Start the workers before collection: they set up, and answer planned calls, while the tests load."""
         self.zygotes = self.config.stash.get(ZYGOTES, None)
         if self.zygotes is None:
-            self.zygotes, self.own_zygotes = workers.Zygotes(), True
+            self.zygotes, self.own_zygotes = pool.Zygotes(), True
         if not self.config.option.collectonly:
             self.start_workers()
 
@@ -342,30 +341,28 @@ class Grader:
         try:
             try:
                 return self._run(task_id, request)
-            except workers.Diverged:  # not the plan's call, or never started: a fresh worker runs just what is asked
+            except pool.Diverged:  # not the plan's call, or never started: a fresh worker runs just what is asked
                 self.prepare(task_id)
                 self.loaded.discard(task_id)
                 try:
                     return self._run(task_id, request)
-                except workers.Diverged as exc:  # the fresh one ended too before it started: no answer
+                except pool.Diverged as exc:  # the fresh one ended too before it started: no answer
                     raise LearnerError({"type": "died", "message": f"the check's process {exc}"}) from None
-        except workers.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
+        except pool.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
             pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 
     def _run(self, task_id: str, request: dict) -> object:
-        worker = self.workers.get(task_id)
-        if worker.ended:  # the previous check crashed it: a fresh worker for the task's other checks
+        if self.workers.ended(task_id):  # the previous check crashed it: a fresh worker for the task's other checks
             self.prepare(task_id)
             self.loaded.discard(task_id)
-            worker = self.workers.get(task_id)
         limit = self.timeout + KILL_GRACE
         if task_id not in self.loaded:
             self.loaded.add(task_id)
-            reply = self._call(worker, self.load_request(), limit, task_id, load=True)
+            reply = self._call(self.load_request(), limit, task_id, load=True)
             if "error" in reply:
                 self.file_failures[module_of(task_id)] = {**reply["error"], "load": True}
                 raise LearnerError(reply["error"], reply.get("output", ""))
-        reply = self._call(worker, request, limit, task_id)
+        reply = self._call(request, limit, task_id)
         if "error" in reply:
             if reply["error"].get("type") == "timed out":
                 self.timed_out[task_id] = "skipped: an earlier check of this task timed out"
@@ -395,12 +392,12 @@ class Grader:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
             raise LearnerError({"type": "waits", "task": missing[0], "more": more})
 
-    def _call(self, worker: workers.Worker, request: dict, limit: float, task_id: str, load: bool = False) -> dict:
+    def _call(self, request: dict, limit: float, task_id: str, load: bool = False) -> dict:
         try:
-            return worker.call(request, limit)
-        except workers.Diverged:
+            return self.workers.call(task_id, request, limit)
+        except pool.Diverged:
             raise
-        except workers.WorkerGone as exc:
+        except pool.WorkerGone as exc:
             info = {"type": "timed out" if exc.timed_out else "died", "message": f"the check's process {exc}"}
             info["where"] = self.where_in_stack(exc.stack, task_id)
             if exc.timed_out and load:

@@ -16,7 +16,7 @@ import pytest
 
 from autograder.course.regions import REPO
 from autograder.grading.results import Results
-from autograder.grading.workers import Zygotes
+from autograder.grading.pool import Zygotes
 
 
 class _Catch:
@@ -52,7 +52,7 @@ def grade(
     """Grade `impl` (`exercises`, `solutions` or a folder); raise RuntimeError if the grader could not run.
 
     `workers_pool`: zygotes to fork this run's workers from, kept by a caller that grades again and again
-    (`workers.Zygotes`; the caller closes it). Without it the run starts its own and stops them at its end.
+    (`pool.Zygotes`; the caller closes it). Without it the run starts its own and stops them at its end.
     """
     # paths as `--option=PATH`: pytest looks for its settings (pyproject.toml) above every bare argument that is
     # an existing path, so `--impl /tmp/x` would make it miss the project's and run without them

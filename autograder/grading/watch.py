@@ -6,7 +6,7 @@ and prints a short report: the verdict on that file, progress (tasks and
 lessons done, a bar), the next task with its page and hint command, and what
 failed. The grading is the one runner's (`runner.grade`), in this process, so
 pytest, torch, the grading tests and the reference stay imported between
-saves, and the zygotes stay up (`workers.Zygotes`): each save pays only for
+saves, and the zygotes stay up (`pool.Zygotes`): each save pays only for
 forking the workers and running the checks. Code that hangs, crashes or does
 not parse is the workers' business; this loop goes on. Ctrl-C stops it.
 """
@@ -26,7 +26,7 @@ import watchfiles
 
 from autograder.course import registry
 from autograder.course.regions import REPO, has_sources, module_of
-from autograder.grading import runner, scorecard, workers
+from autograder.grading import pool, runner, scorecard
 from autograder.grading.results import Results
 
 STEP_MS = 30  # a save is reported once the folder has been quiet this long (editors write in several steps)
@@ -61,7 +61,7 @@ class Watch:
 
     def __init__(self, impl: str, lessons: list[int], check_timeout: float | None, out: TextIO):
         self.impl, self.lessons, self.check_timeout, self.out = impl, lessons, check_timeout, out
-        self.pool = workers.Zygotes()
+        self.pool = pool.Zygotes()
         self.results: Results | None = None
         self.stop_asked: list[int] = []  # the signals that asked to stop (see `stopping`)
 

@@ -45,10 +45,10 @@ from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, o
 from autograder.grading.drawing import dot_to_svg
 from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 from autograder.grading.limits import lesson_budget as _budget
-from autograder.grading.loading import SourcePackage, hybrid_value, where_in
+from autograder.worker.loading import SourcePackage, hybrid_value, where_in
 from autograder.grading.results import Results
 from autograder.grading.scorecard import page_link
-from autograder.grading.worker import stub_task
+from autograder.worker.main import stub_task
 
 
 def reference(module: str) -> types.ModuleType:

@@ -8,7 +8,7 @@ on the trusted side (importing it is most of a cold grading run's cost).
 
 from __future__ import annotations
 
-from autograder.kit.scenario import headline_expression, sanity_expression
+from autograder.worker.scenario import headline_expression, sanity_expression
 
 
 def _tensor(values, grad: bool = False):

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal, expect_raised
-from autograder.kit.scenario import outcome, scenario
+from autograder.worker.scenario import outcome, scenario
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 

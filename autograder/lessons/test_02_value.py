@@ -10,7 +10,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.scenario import data_of, scenario
+from autograder.worker.scenario import data_of, scenario
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from autograder.kit.checks import expect, expect_equal
-from autograder.kit.scenario import scenario, sweep, type_name
+from autograder.worker.scenario import scenario, sweep, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 

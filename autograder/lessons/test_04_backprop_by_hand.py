@@ -12,7 +12,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal, expect_raised
-from autograder.kit.scenario import outcome, scenario, sweep, type_name
+from autograder.worker.scenario import outcome, scenario, sweep, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 

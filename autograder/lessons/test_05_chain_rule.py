@@ -15,7 +15,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal, grads_explained
-from autograder.kit.scenario import data_of, grad_of, graph_report, scenario, type_name
+from autograder.worker.scenario import data_of, grad_of, graph_report, scenario, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from autograder.kit.checks import CheckFailed, expect, expect_close, expect_equal
-from autograder.kit.scenario import deep_graph, grad_of, scenario
+from autograder.worker.scenario import deep_graph, grad_of, scenario
 
 DEFAULT_RECURSION_LIMIT = 1000  # Python's default (sys.getrecursionlimit() in a fresh interpreter)
 CHAIN = 100_000

@@ -25,7 +25,7 @@ from autograder.kit.checks import (
     finite_difference,
     grads_explained,
 )
-from autograder.kit.scenario import (
+from autograder.worker.scenario import (
     data_of,
     graph_report,
     headline_expression,

@@ -15,7 +15,7 @@ import pytest
 
 from autograder.kit import torch_values
 from autograder.kit.checks import CheckFailed, expect, expect_close, expect_equal
-from autograder.kit.scenario import outcome, scenario, type_name
+from autograder.worker.scenario import outcome, scenario, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 

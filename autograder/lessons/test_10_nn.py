@@ -14,7 +14,7 @@ import random
 import pytest
 
 from autograder.kit.checks import CheckFailed, expect, expect_close, expect_equal
-from autograder.kit.scenario import data_of, grad_of, scenario, sweep, type_name
+from autograder.worker.scenario import data_of, grad_of, scenario, sweep, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 # (`data_of`, `grad_of`, `sweep`, `type_name`, `math` and `random` are imported above so that `reference.run` can call

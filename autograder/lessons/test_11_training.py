@@ -11,7 +11,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.scenario import collecting_only_new_objects, data_of, loss_report, scenario, sweep, type_name
+from autograder.worker.scenario import collecting_only_new_objects, data_of, loss_report, scenario, sweep, type_name
 
 XS = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]]
 YS = [1.0, -1.0, -1.0, 1.0]

@@ -23,7 +23,7 @@ import pytest
 
 from autograder.kit import torch_values
 from autograder.kit.checks import expect, expect_close, expect_equal
-from autograder.kit.scenario import (
+from autograder.worker.scenario import (
     collecting_only_new_objects,
     data_of,
     headline_expression,

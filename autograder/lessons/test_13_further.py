@@ -22,7 +22,7 @@ import pytest
 
 from autograder.kit import torch_values
 from autograder.kit.checks import expect, expect_close, expect_equal, expect_raised, finite_difference
-from autograder.kit.scenario import data_of, outcome, scenario, sweep, type_name
+from autograder.worker.scenario import data_of, outcome, scenario, sweep, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 

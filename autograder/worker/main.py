@@ -1,18 +1,27 @@
 """The worker process: runs the grader's scenarios over the learner's code, shut in, and answers in plain data.
 
-`python -m autograder.grading.worker zygote FD [--preload torch]` starts the
-*zygote*: a warm process that has imported only what scenarios need, and forks
-one worker per task when the trusted grader asks (over the socket FD). Each
-worker shuts itself in (`sandbox.shut_in`), receives its task's sources, then
-answers `run` requests one by one: call this scenario with these arguments,
-send back its result or what went wrong, and what the learner's code printed.
-`python -m autograder.grading.worker connect PORT TOKEN` is the same worker,
-spawned rather than forked (Windows and macOS have no safe `fork`).
+This is the untrusted side of the boundary: `autograder.worker` imports
+nothing of the grader but `wire`, the one module both sides share.
 
-Nothing here decides a grade: the trusted side reads the answers with a
-deadline and a size cap and judges them. This module imports nothing of the
-grader but the wire format, the isolation levels, the loader and the
-scenario helpers.
+How a worker starts (the trusted side, `grading.pool`, picks the way):
+
+- `python -m autograder.worker zygote FD [torch]` (Linux only): a warm
+  process that has imported what scenarios need and forks one worker per
+  request on its control socket FD; each request carries the worker's own
+  socket (passed as a descriptor), so the grader holds its end from the start.
+- `python -m autograder.worker spawn FD`: one fresh worker on an inherited
+  socket (macOS, and POSIX with `--workers spawn`): no secret on the command line.
+- `python -m autograder.worker connect PORT`: one fresh worker that reads its
+  token from stdin and connects back over the loopback (Windows, which cannot
+  hand a socket to a child on its command line).
+
+A worker greets (its pid), shuts itself in (`sandbox.shut_in`), reads its
+setup (its task's sources and the *plan*: the calls earlier runs made, in
+order), and then answers requests one by one. Between requests it runs the
+plan ahead on its own, so that answers are ready when the grader asks; an
+answer computed ahead is sent only for a request identical to the planned
+one, in the same order. Nothing here decides a grade: the trusted side reads
+each answer with a deadline and a size cap and judges it.
 """
 
 from __future__ import annotations
@@ -20,18 +29,19 @@ from __future__ import annotations
 import faulthandler
 import gc
 import io
+import json
 import math
 import os
 import random
 import re
+import select
 import signal
 import socket
 import sys
-from typing import Any
 
-from autograder.grading import sandbox, wire
-from autograder.grading.loading import Implementation, LearnerCodeError, where_in
-from autograder.kit import scenario as scenario_kit
+from autograder.worker import sandbox, wire
+from autograder.worker import scenario as scenario_kit
+from autograder.worker.loading import Implementation, LearnerCodeError, where_in
 
 MAX_OUTPUT = 4000  # characters of the learner's printing kept per call
 MAX_MESSAGE = 2000
@@ -55,31 +65,6 @@ def stub_task(exc: BaseException) -> str | None:
 
 
 # --- answers as plain data ------------------------------------------------------------------------------------------
-
-
-def to_plain(value: Any, depth: int = 0) -> Any:
-    """The scenario's result as plain data; anything else becomes a marker saying what it was."""
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if depth > wire.MAX_DEPTH:
-        return {"$type": "nested too deep", "$repr": ""}
-    if isinstance(value, float):  # numpy.float64 and other float subclasses: the number they hold
-        return float(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (list, tuple)):
-        return [to_plain(v, depth + 1) for v in value]
-    if isinstance(value, dict) and all(type(k) is str for k in value):
-        return {k: to_plain(v, depth + 1) for k, v in value.items()}
-    return {"$type": type(value).__name__, "$repr": _safe_repr(value)}
-
-
-def _safe_repr(value: Any) -> str:
-    try:
-        text = repr(value)
-    except BaseException as exc:  # noqa: BLE001 - a learner's __repr__ may raise anything
-        text = f"<repr raised {type(exc).__name__}>"
-    return text if len(text) <= 300 else text[:300] + "…"
 
 
 def describe_error(exc: BaseException, files: set[str]) -> dict:
@@ -134,47 +119,89 @@ class CappedOutput(io.TextIOBase):
 
 
 class Worker:
-    """One task's worker: its Implementation and the compiled scenario sources it was sent."""
+    """One task's worker: its Implementation, the scenario sources it was sent, and its plan.
+
+    Protocol, after the greeting: the grader's first frame is the setup, which
+    the worker acknowledges (`{"ready": true}` or an error); then each request
+    `{"id": n, "op": ...}` gets exactly one answer `{"id": n, ...}`. An answer
+    `{"id": n, "diverged": true}` means the worker ran planned calls that this
+    request does not follow: the grader asks a fresh worker.
+    """
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.impl: Implementation | None = None
         self.namespaces: dict[str, dict] = {}
         self.sources: dict[str, str] = {}  # test file -> its scenarios' source, sent once with the setup
-        self.load_failure: dict | None = None
+        self.plan: list[dict] = []  # requests earlier runs made, in order (without their ids)
+        self.ahead: list[dict] = []  # answers to plan[0], plan[1], ... computed before anyone asked
+        self.asked = 0  # how many requests the grader has made
 
     def serve(self) -> None:
-        fd = self.sock.fileno()
+        self.setup(wire.read_frame(self.sock))
         while True:
+            if self._should_run_ahead() and not self._request_waiting():
+                self._run_ahead()
+                continue
             try:
-                request = wire.read_frame_blocking(fd)
+                request = wire.read_frame(self.sock)
             except wire.Closed:
                 os._exit(0)
-            reply = self.handle(request)
-            try:
-                data = wire.encode(reply)
-            except (wire.WireError, ValueError, TypeError) as exc:
-                data = wire.encode({"error": {"type": "AnswerTooLarge", "message": str(exc)[:MAX_MESSAGE]}})
-            self.sock.sendall(data)
+            self._send({**self.answer(request), "id": request.pop("id", None)})
 
-    def handle(self, request: dict) -> dict:
-        op = request["op"]
-        if op == "setup":
+    def setup(self, request: dict) -> None:
+        try:
             self.impl = Implementation(request)
             self.sources = dict(request.get("scenarios") or {})
-            return {"ok": True}
+            self.plan = list(request.get("plan") or [])
+            reply = {"ready": True}
+        except Exception as exc:  # noqa: BLE001 - the grader says the worker could not be set up
+            reply = {"error": {"type": "BadSetup", "message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE]}}
+        self._send(reply)
+
+    def answer(self, request: dict) -> dict:
+        """The answer to the grader's request: the one computed ahead if it is the planned call, else a fresh one."""
+        body = {k: v for k, v in request.items() if k != "id"}
+        n, self.asked = self.asked, self.asked + 1
+        if n < len(self.plan) and body == self.plan[n]:
+            if n < len(self.ahead):
+                return self.ahead[n]
+            self.ahead.append(self.handle(body))
+            return self.ahead[n]
+        if len(self.ahead) > n:  # it ran a call nobody asked for: its state is not what this request expects
+            return {"diverged": True}
+        self.plan = self.plan[:n]  # the run goes elsewhere: compute only what is asked from now on
+        return self.handle(body)
+
+    def _should_run_ahead(self) -> bool:
+        return len(self.ahead) < len(self.plan) and not any(_timed_out(a) for a in self.ahead)
+
+    def _request_waiting(self) -> bool:
+        return bool(select.select([self.sock], [], [], 0)[0])
+
+    def _run_ahead(self) -> None:
+        self.ahead.append(self.handle(self.plan[len(self.ahead)]))
+
+    def _send(self, reply: dict) -> None:
+        try:
+            data = wire.encode(reply)
+        except (wire.WireError, ValueError, TypeError) as exc:
+            data = wire.encode({"id": reply.get("id"), "error": {"type": "AnswerTooLarge", "message": str(exc)[:200]}})
+        self.sock.sendall(data)
+
+    def handle(self, request: dict) -> dict:
+        op = request.get("op")
         if op == "load":
             return self._call(lambda: self._load(), request["timeout"])
         if op == "run":
             namespace = self._namespace(request["file"], request.get("source") or self.sources[request["file"]])
             fn = namespace[request["name"]]
             args, kwargs = request.get("args", []), request.get("kwargs", {})
-            return self._call(lambda: to_plain(fn(self.impl, *args, **kwargs)), request["timeout"])
-        return {"error": {"type": "BadRequest", "message": op}}
+            return self._call(lambda: wire.to_plain(fn(self.impl, *args, **kwargs)), request["timeout"])
+        return {"error": {"type": "BadRequest", "message": str(op)[:100]}}
 
     def _load(self) -> bool:
-        if self.load_failure is None:
-            self.impl.module(self.impl.module_name)
+        self.impl.module(self.impl.module_name)
         return True
 
     def _namespace(self, file: str, source: str) -> dict:
@@ -210,32 +237,41 @@ class Worker:
         return result
 
 
+def _timed_out(answer: dict) -> bool:
+    error = answer.get("error")
+    return isinstance(error, dict) and error.get("type") == "timed out"
+
+
 def _alarm(signum, frame):
     raise CheckTimedOut()
 
 
-def run_worker(sock: socket.socket, options: dict, pid_frame: bool = True) -> None:
-    """In a freshly forked (or spawned) process: shut in, then serve until the grader hangs up. Never returns."""
+def run_worker(sock: socket.socket, options: dict) -> None:
+    """In a freshly forked (or spawned) process: greet, shut in, then serve until the grader hangs up. Never returns."""
     code = 0
     try:
         level = options["level"]
         if hasattr(signal, "SIGCHLD"):
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        uid = sandbox.FIRST_SANDBOX_UID + os.getpid()
-        if level == sandbox.SANDBOX:
+        if level == wire.SANDBOX:
             sandbox.enter_namespaces()
+            greeted_r, greeted_w = os.pipe()
             child = os.fork()
             if child:  # the go-between: report the real worker's pid, then wait for it to end
                 wire.send(sock, {"pid": child, "group": False})
+                os.write(greeted_w, b".")
                 sock.close()
                 os.waitpid(child, 0)
                 os._exit(0)
+            os.read(greeted_r, 1)  # the greeting goes first on the socket
+            os.close(greeted_r)
+            os.close(greeted_w)
         else:  # `user` cannot start processes: its pid is its whole tree; `processes` has a group of its own
-            wire.send(sock, {"pid": os.getpid(), "group": level == sandbox.PROCESSES})
+            wire.send(sock, {"pid": os.getpid(), "group": level == wire.PROCESSES and sandbox.HAS_GROUPS})
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # C-level printing goes nowhere; Python-level printing is captured per call
-        sandbox.shut_in(level, options["hidden"], options["memory_mb"], uid)
+        sandbox.shut_in(level, options["hidden"], options["memory_mb"], sandbox.FIRST_SANDBOX_UID + os.getpid())
         if hasattr(signal, "SIGUSR1"):  # a call past its deadline is asked where it is, even stuck in C code
             faulthandler.register(signal.SIGUSR1, file=sock.fileno(), all_threads=False)
         gc.collect()
@@ -247,28 +283,24 @@ def run_worker(sock: socket.socket, options: dict, pid_frame: bool = True) -> No
 
 
 def zygote(ctrl_fd: int, preload: list[str]) -> None:
-    """Fork a worker for each request on the control socket; hand the grader its end of the worker's socket."""
-    import ctypes
-
-    ctypes.CDLL(None).prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
+    """Linux only: fork a worker for each request on the control socket, on the socket that came with it."""
+    sandbox.die_with_parent()
     _preload(preload)
     ctrl = socket.socket(fileno=ctrl_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the workers
     gc.freeze()
     while True:
         try:
-            options = wire.read_frame_blocking(ctrl.fileno())
-        except wire.Closed:
+            header, fds, _, _ = socket.recv_fds(ctrl, wire.HEADER.size, 1)
+            if len(header) < wire.HEADER.size or not fds:
+                return  # the grader hung up
+            options = json.loads(wire.read_exactly(ctrl, wire.HEADER.unpack(header)[0]))
+        except (OSError, wire.Closed):
             return
-        mine, theirs = socket.socketpair()
-        pid = os.fork()
-        if pid == 0:
+        if os.fork() == 0:
             ctrl.close()
-            mine.close()
-            run_worker(theirs, options)
-        theirs.close()
-        socket.send_fds(ctrl, [wire.encode({"forked": pid})], [mine.fileno()])
-        mine.close()
+            run_worker(socket.socket(fileno=fds[0]), options)
+        os.close(fds[0])
 
 
 def _preload(names: list[str]) -> None:
@@ -282,18 +314,23 @@ def _preload(names: list[str]) -> None:
         torch.autograd.gradcheck(torch.tanh, (x,))  # pay first-use costs once, not in every worker
 
 
-def connect(port: int, token: str, options_json: str) -> None:
-    """The spawned worker: connect back to the grader on the loopback, prove who it is, then serve."""
-    import json
-
-    _preload(json.loads(options_json).get("preload", []))  # a spawned worker has no zygote to inherit them from
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(token.encode() + b"\n")
-    run_worker(sock, json.loads(options_json))
+def spawned(sock: socket.socket) -> None:
+    """A spawned worker: its options are the first frame on its socket, then it runs as a forked one does."""
+    options = wire.read_frame(sock)
+    _preload(options.get("preload", []))
+    run_worker(sock, options)
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "zygote":
-        zygote(int(sys.argv[2]), sys.argv[3:])
-    elif sys.argv[1] == "connect":
-        connect(int(sys.argv[2]), sys.argv[3], sys.argv[4])
+def main(argv: list[str]) -> None:
+    how = argv[0]
+    if how == "zygote":
+        zygote(int(argv[1]), argv[2:])
+    elif how == "spawn":
+        spawned(socket.socket(fileno=int(argv[1])))
+    elif how == "connect":  # the token comes on stdin, never on the command line
+        token = sys.stdin.readline().strip()
+        sock = socket.create_connection(("127.0.0.1", int(argv[1])))
+        sock.sendall(token.encode() + b"\n")
+        spawned(sock)
+    else:
+        raise SystemExit(f"usage: python -m autograder.worker zygote FD [torch] | spawn FD | connect PORT ({how}?)")

@@ -1,17 +1,17 @@
 """What crosses between the trusted grader and a worker: size-capped frames of plain data.
 
-Plain data is exactly `int`, `float`, `bool`, `None`, `str`, and lists and
-dicts (with string keys) of them. Frames are JSON, preceded by their length;
-the trusted side (the dispatcher of `workers.Workers`) reads them with a
-deadline and a size cap and parses them strictly (`decode`), so a worker can
-neither hang the grader by trickling bytes nor flood it, and nothing it sends
-is ever unpickled or executed.
+The one module both sides import. Plain data is exactly `int`, `float`,
+`bool`, `None`, `str`, and lists and dicts (with string keys) of them. Frames
+are JSON, preceded by their length; the trusted side (`grading.pool`) reads
+them with a deadline and a size cap and parses them strictly (`decode`), so a
+worker can neither hang the grader by trickling bytes nor flood it, and
+nothing it sends is ever unpickled or executed. Sockets are read with `recv`
+only (Windows cannot `os.read` a socket).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import struct
 from typing import Any
@@ -22,6 +22,10 @@ MAX_STRING = 100_000  # characters of one string in an answer (messages are cut 
 MAX_INT_BITS = 1330  # about 400 decimal digits
 _NUMBERS = {int, float}
 HEADER = struct.Struct("!I")
+
+# The isolation levels, strongest first: the trusted side picks one (`grading.isolation`), the worker applies it.
+SANDBOX, USER, PROCESSES = "sandbox", "user", "processes"
+LEVELS = (SANDBOX, USER, PROCESSES)
 
 
 class WireError(Exception):
@@ -85,18 +89,43 @@ def send(sock: socket.socket, value: Any) -> None:
     sock.sendall(encode(value))
 
 
-def read_frame_blocking(fd: int) -> Any:
-    """The worker side: one frame from a file descriptor, trusting its sender (the grader)."""
-    header = _read_fd(fd, HEADER.size)
-    return json.loads(_read_fd(fd, HEADER.unpack(header)[0]))
+def read_frame(sock: socket.socket) -> Any:
+    """The worker side: one frame, waiting as long as it takes, trusting its sender (the grader)."""
+    size = HEADER.unpack(read_exactly(sock, HEADER.size))[0]
+    return json.loads(read_exactly(sock, size))
 
 
-def _read_fd(fd: int, size: int) -> bytes:
+def read_exactly(sock: socket.socket, size: int) -> bytes:
     chunks, missing = [], size
     while missing:
-        chunk = os.read(fd, missing)
+        chunk = sock.recv(min(missing, 1 << 20))
         if not chunk:
             raise Closed("end of stream")
         chunks.append(chunk)
         missing -= len(chunk)
     return b"".join(chunks)
+
+
+def to_plain(value: Any, depth: int = 0) -> Any:
+    """A scenario's result as plain data; anything else becomes a marker saying what it was."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if depth > MAX_DEPTH:
+        return {"$type": "nested too deep", "$repr": ""}
+    if isinstance(value, float):  # numpy.float64 and other float subclasses: the number they hold
+        return float(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v, depth + 1) for v in value]
+    if isinstance(value, dict) and all(type(k) is str for k in value):
+        return {k: to_plain(v, depth + 1) for k, v in value.items()}
+    return {"$type": type(value).__name__, "$repr": _safe_repr(value)}
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except BaseException as exc:  # noqa: BLE001 - a learner's __repr__ may raise anything
+        text = f"<repr raised {type(exc).__name__}>"
+    return text if len(text) <= 300 else text[:300] + "…"

@@ -1,0 +1,71 @@
+"""Which isolation level a run can have, and what its workers must not see (the trusted side's decisions).
+
+The levels themselves are applied by the worker (`autograder.worker.sandbox`);
+here the grader finds the strongest one this machine allows, or refuses a
+level it was asked for that the machine cannot give, saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from autograder.worker import sandbox
+from autograder.worker.wire import LEVELS, PROCESSES, SANDBOX, USER
+
+_unshare_ok: bool | None = None
+
+
+def best_level() -> str:
+    """The strongest level this process can set up."""
+    return next(level for level in LEVELS if not why_not(level))
+
+
+def why_not(level: str) -> str:
+    """Why this machine cannot give `level` ('' if it can)."""
+    if level == PROCESSES:
+        return ""
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return "it needs root on Linux"
+    if level == SANDBOX and not _can_unshare():
+        return "this system forbids new namespaces (a container's default, say)"
+    if level == USER:
+        closed = sorted({a for p in sandbox.interpreter_paths() if (a := sandbox.blocking_ancestor(p))})
+        if closed:  # without a mount namespace, another user cannot reach Python there
+            return f"Python lives under {closed[0]}, which other users may not enter"
+    return ""
+
+
+def level_for(requested: str) -> str:
+    """The isolation level to use: the best this process can set up, unless a weaker one is asked for."""
+    if requested == "auto":
+        return best_level()
+    reason = why_not(requested)
+    if reason:
+        raise RuntimeError(f"--isolation {requested} is not possible here: {reason}")
+    return requested
+
+
+def _can_unshare() -> bool:
+    """Whether new namespaces can be made here (a container may forbid it even to root)."""
+    global _unshare_ok
+    if _unshare_ok is None:
+        pid = os.fork()
+        if pid == 0:
+            flags = sandbox.CLONE_NEWNS | sandbox.CLONE_NEWPID | sandbox.CLONE_NEWNET
+            os._exit(0 if sandbox.libc().unshare(flags) == 0 else 1)
+        _unshare_ok = os.waitpid(pid, 0)[1] == 0
+    return _unshare_ok
+
+
+def hidden_paths(paths: list[str]) -> list[str]:
+    """The folders to cover, except that the running Python's own prefix (a venv inside the repo) stays visible."""
+    prefix = os.path.realpath(sys.prefix)
+    out = []
+    for path in {os.path.realpath(p) for p in paths if p and os.path.isdir(p)}:
+        if prefix == path or prefix.startswith(path + os.sep):
+            keep = prefix[len(path) + 1 :].split(os.sep)[0]
+            out += [os.path.join(path, name) for name in os.listdir(path) if name != keep]
+        else:
+            out.append(path)
+    return sorted(set(out))

@@ -1,0 +1,622 @@
+"""The trusted side of the workers: one process per task, and calls into it that are a request and an answer.
+
+Shape, chosen so that nothing races: nothing runs in the background. The
+grader's one thread starts each task's worker early (`Pool.prepare`), writes
+it its setup and its *plan* (the calls earlier runs made, in order), and goes
+on collecting tests while the worker runs that plan ahead on its own. A call
+(`Pool.call`) sends one request and reads one answer, with a deadline, on the
+worker's socket, which only its `Worker` ever touches. An answer computed
+ahead comes back at once; the worker sends it only for a request identical to
+the planned one (it could answer anything anyway, so nothing is lost in
+trust), and the grader checks that each answer carries the id of the request
+it made.
+
+How workers start, by platform (`start_method`):
+
+- `fork` (Linux): a warm *zygote* per set of preloaded modules forks one
+  worker per task; the grader makes the worker's socket pair itself and
+  passes one end through the zygote, so it holds its end from the start.
+- `spawn` (macOS and Windows by default, anywhere on request): a fresh
+  interpreter per task, all started at once. On POSIX it inherits its socket;
+  on Windows, which cannot pass a socket on a command line, it connects back
+  over the loopback with a token it reads from stdin (`Listener`).
+
+Failure is charged where it belongs. A worker that never comes up raises
+`StartFailed` (the machine's problem, never the learner's); one that ends or
+passes its deadline while running a call the grader asked for raises
+`WorkerGone`; one that may have been running a planned call nobody asked for
+yet, or that ended while idle, raises `Diverged`: the grader asks a fresh
+worker, with no plan, so a learner is charged only for what a plain run
+would charge.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import secrets
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autograder.worker import wire
+
+START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
+DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
+IDLE_EOF_GRACE = 0.0  # a worker's socket is looked at, without waiting, before each request
+STACK_LINE = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$', re.MULTILINE)
+POSIX_SOCKETS = os.name == "posix" and importlib.util.find_spec("fcntl") is not None  # a child can inherit one
+
+
+def start_method(requested: str = "auto") -> str:
+    """`fork` only on Linux (macOS cannot fork safely once torch is loaded; Windows cannot fork): else `spawn`."""
+    can_fork = sys.platform == "linux" and hasattr(os, "fork") and hasattr(socket, "send_fds")
+    if requested == "fork" and not can_fork:
+        raise RuntimeError("--workers fork works on Linux only; this system spawns workers")
+    return "fork" if requested in ("auto", "fork") and can_fork else "spawn"
+
+
+class StartFailed(Exception):
+    """The grader's own worker process could not start (a broken install, say): no learner code has run."""
+
+
+class WorkerGone(Exception):
+    """The worker did not answer: `timed_out` if its deadline passed, else it died or spoke nonsense."""
+
+    def __init__(self, message: str, timed_out: bool = False, stack: list[tuple[str, int, str]] = ()):
+        super().__init__(message)
+        self.timed_out = timed_out
+        self.stack = list(stack)  # (file, line, function), innermost first: where a stopped worker was
+
+
+class Diverged(WorkerGone):
+    """This worker cannot fairly answer the request: ask a fresh one (with no plan)."""
+
+
+def stack_of(dump: bytes) -> list[tuple[str, int, str]]:
+    """The frames of a `faulthandler` dump, innermost first."""
+    return [(f.decode(errors="replace"), int(n), fn.decode(errors="replace")) for f, n, fn in STACK_LINE.findall(dump)]
+
+
+def _tail(log, limit: int = 2000) -> str:
+    """The end of what a process wrote to `log` (a file it had as stderr): its last error, usually."""
+    if log is None:
+        return "it ended without a word"
+    log.seek(0)
+    text = log.read().decode("utf-8", "replace").strip()
+    return text[-limit:] or "it ended without a word"
+
+
+def could_not_start(detail: str) -> StartFailed:
+    return StartFailed(
+        "the grader could not start a worker process (this is about the machine, not your code):\n"
+        f"{detail}\nrun `python -m autograder doctor` to see what is wrong and how to fix it"
+    )
+
+
+class Worker:
+    """One task's worker process, seen from the trusted side; the only owner of its socket.
+
+    States: *starting* (no greeting yet) → *ready* (greeted and set up) → *dead*.
+    Every method runs on the grader's thread; a call blocks until its answer
+    or its deadline.
+    """
+
+    def __init__(self, task: str, planned: int, log=None, process: subprocess.Popen | None = None, own_log=True):
+        self.task = task
+        self.planned = planned  # how many calls the worker may run ahead of the grader
+        self.own_log = own_log  # a spawned worker's own stderr, or its zygote's (which outlives it)
+        self.relaunch: tuple | None = None  # what started it, to start it again once if its zygote died
+        self.calls = 0  # requests sent so far; each carries its number as its id
+        self.sock: socket.socket | None = None
+        self.pending = b""  # the start of the conversation, not yet written in full
+        self.connect = None  # the loopback's way to get the socket, until the worker connects
+        self.log, self.process = log, process  # a spawned worker's own Popen and its stderr until it is up
+        self.pid = 0
+        self.group = False
+        self.ready = False
+        self.dead = False
+
+    # --- the conversation --------------------------------------------------------------------------------------------
+
+    def attach(self, sock: socket.socket, first_frames: bytes) -> None:
+        self.sock = sock
+        self.pending = first_frames
+        self.flush(wait=False)
+
+    def flush(self, wait: bool) -> None:
+        """Write what is still pending of the setup; without `wait`, only what fits now."""
+        if self.sock is None or not self.pending or self.dead:
+            return
+        try:
+            if wait:
+                self.sock.settimeout(START_TIMEOUT)
+                self.sock.sendall(self.pending)
+                self.pending = b""
+            else:
+                self.sock.setblocking(False)
+                self.pending = self.pending[self.sock.send(self.pending) :]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            self.pending = b""  # it is gone: reading says how
+
+    def call(self, request: dict, limit: float) -> dict:
+        """Send one request; return its answer, or raise (and kill the worker) if none comes in time."""
+        if self.dead:
+            raise Diverged("had ended before this call")
+        self.come_up()
+        self._check_idle()
+        n, self.calls = self.calls, self.calls + 1
+        may_run_ahead = n + 1 < self.planned  # a failure now may belong to a call nobody asked for yet
+        try:
+            self.sock.settimeout(limit)
+            self.sock.sendall(wire.encode({**request, "id": n}))
+        except OSError:
+            self.kill()
+            raise (Diverged if may_run_ahead else WorkerGone)(_ENDED) from None
+        answer = self._read(time.monotonic() + limit, limit, may_run_ahead)
+        if type(answer) is not dict or answer.get("id") != n:
+            self.kill()
+            raise WorkerGone("sent something that is not an answer (an answer nobody asked for)")
+        if answer.get("diverged") is True and n < self.planned:
+            self.kill()
+            raise Diverged("had run planned calls that this run did not make")
+        if not ("ok" in answer or type(answer.get("error")) is dict):
+            self.kill()
+            raise WorkerGone("sent something that is not an answer (a dict with `ok` or `error`)")
+        if type(answer.get("error")) is dict and answer["error"].get("type") == "timed out":
+            self.kill()  # its task's later checks are skipped: nothing more to run here
+        return answer
+
+    def come_up(self) -> None:
+        """Wait for the greeting (which pid to kill) and the setup's acknowledgement."""
+        if self.ready:
+            return
+        deadline = time.monotonic() + START_TIMEOUT
+        if self.sock is None:
+            self.attach(*self.connect(deadline))
+        self.flush(wait=True)
+        try:
+            greeting = self._frame(deadline)
+            if type(greeting) is not dict or type(greeting.get("pid")) is not int or greeting["pid"] <= 0:
+                raise wire.WireError(f"a greeting without a pid: {str(greeting)[:200]}")
+            self.pid, self.group = greeting["pid"], greeting.get("group") is True
+            setup = self._frame(deadline)
+        except (wire.Closed, wire.WireError, OSError) as exc:
+            self.kill()
+            raise could_not_start(f"its worker for task {self.task} {_why(exc)}: {_tail(self.log)}") from None
+        if type(setup) is not dict or setup.get("ready") is not True:
+            self.kill()
+            detail = setup.get("error", {}).get("message", "") if type(setup) is dict else ""
+            raise could_not_start(f"its worker for task {self.task} could not be set up: {detail}")
+        self.ready = True
+        self._close_log()
+
+    def _check_idle(self) -> None:
+        """Before a request: a worker that ended while idle never started it; bytes waiting are nobody's answer."""
+        if not select.select([self.sock], [], [], IDLE_EOF_GRACE)[0]:
+            return
+        try:
+            self.sock.setblocking(False)
+            data = self.sock.recv(1)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        self.kill()
+        if not data:
+            raise Diverged("had ended before this call")
+        raise WorkerGone("sent something that is not an answer (an answer nobody asked for)")
+
+    def _read(self, deadline: float, limit: float, may_run_ahead: bool) -> object:
+        """The answer to the request just sent, by `deadline`; past it, ask where the worker is, then kill it."""
+        try:
+            return self._frame(deadline)
+        except TimeoutError:
+            stack = self._where()
+            self.kill()
+            if may_run_ahead:
+                raise Diverged("was busy with a planned call when its time ran out") from None
+            raise WorkerGone(f"did not finish within {limit:g} s and was stopped", True, stack) from None
+        except wire.Closed:
+            self.kill()
+            raise (Diverged if may_run_ahead else WorkerGone)(_ENDED) from None
+        except (wire.WireError, OSError) as exc:
+            self.kill()
+            raise WorkerGone(f"sent something that is not an answer: {exc}") from None
+
+    def _frame(self, deadline: float) -> object:
+        header = self._recv(wire.HEADER.size, deadline)
+        size = wire.HEADER.unpack(header)[0]
+        if size > wire.MAX_FRAME:
+            raise wire.WireError(f"an answer of {size} bytes (the limit is {wire.MAX_FRAME})")
+        return wire.decode(self._recv(size, deadline))
+
+    def _recv(self, size: int, deadline: float) -> bytes:
+        """Exactly `size` bytes by `deadline`, however slowly they trickle in."""
+        chunks, missing = [], size
+        while missing:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            self.sock.settimeout(left)
+            chunk = self.sock.recv(min(missing, 1 << 20))
+            if not chunk:
+                raise wire.Closed("end of stream")
+            chunks.append(chunk)
+            missing -= len(chunk)
+        return b"".join(chunks)
+
+    def _where(self) -> list[tuple[str, int, str]]:
+        """Past its deadline: its stack, from the faulthandler it registered on SIGUSR1 (POSIX only)."""
+        if not self.pid or not hasattr(signal, "SIGUSR1"):
+            return []
+        try:
+            os.kill(self.pid, signal.SIGUSR1)
+        except OSError:
+            return []
+        dump, end = b"", time.monotonic() + DUMP_GRACE
+        try:
+            while (left := end - time.monotonic()) > 0 and len(dump) < 1 << 16:
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(1 << 16)
+                if not chunk:
+                    break
+                dump += chunk
+                end = min(end, time.monotonic() + 0.05)  # the rest comes within a moment
+        except OSError:
+            pass
+        return stack_of(dump)
+
+    # --- the end -----------------------------------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        """Kill the process and everything it started (its group, or its PID namespace); return once it is gone."""
+        if self.dead:
+            return
+        self.dead = True
+        if self.pid:  # what it greeted with: its group, or the PID 1 of its namespace
+            _kill(self.pid, self.group)
+        if self.process is not None:  # spawned: our own child
+            self.process.kill()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        elif self.pid:
+            _wait_gone(self.pid)
+        if self.sock is not None:
+            self.sock.close()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self.log is not None and self.own_log:
+            self.log.close()
+        self.log = None
+
+    def finish(self, deadline: float) -> None:
+        """At the end of the run: learn its pid if it has come up meanwhile (by `deadline`), then kill it."""
+        if not self.dead and not self.pid and self.sock is not None and self.process is None:
+            try:
+                greeting = self._frame(deadline)
+                self.pid = greeting["pid"] if type(greeting) is dict and type(greeting.get("pid")) is int else 0
+            except (TimeoutError, wire.Closed, wire.WireError, OSError):
+                pass  # it has run nothing of the learner's: it ends when it finds its socket closed
+        self.kill()
+
+
+_ENDED = "ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)"
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"did not come up within {START_TIMEOUT:g} s"
+    if isinstance(exc, wire.Closed):
+        return "ended as it started"
+    return f"failed as it started ({exc})"
+
+
+def _kill(pid: int, group: bool) -> None:
+    try:
+        if group and hasattr(os, "killpg"):
+            os.killpg(pid, signal.SIGKILL)
+        else:  # PID 1 of its namespace: the kernel kills all the rest. Windows: SIGTERM is TerminateProcess
+            os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def _wait_gone(pid: int, timeout: float = 5.0) -> None:
+    """Return once `pid` has exited (it is not our child, so poll its pidfd, or /proc)."""
+    if hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            return
+        try:
+            select.select([fd], [], [], timeout)
+        finally:
+            os.close(fd)
+        return
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
+
+
+# --- how workers start -----------------------------------------------------------------------------------------------
+
+
+def python() -> list[str]:
+    return [sys.executable, "-m", "autograder.worker"]
+
+
+def worker_env() -> dict:
+    """The workers' environment: the grader's, without its own settings, importing this very `autograder`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "AUTOGRADER"))}
+    # the workers import the very `autograder` this process runs, whatever the install says (a moved checkout)
+    package_root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    return {**env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+
+
+class Zygote:
+    """A warm process that forks workers (`python -m autograder.worker zygote`), with some modules imported."""
+
+    def __init__(self, preload: tuple[str, ...], cwd: str):
+        mine, theirs = socket.socketpair()
+        # the zygote's own errors only: a forked worker points its stderr at /dev/null before any learner code runs
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [*python(), "zygote", str(theirs.fileno()), *preload],
+            pass_fds=(theirs.fileno(),),
+            cwd=cwd,
+            env=worker_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+        )
+        theirs.close()
+        self.ctrl = mine
+        self.forked = 0  # workers asked of it so far
+
+    @property
+    def usable(self) -> bool:
+        return self.process.poll() is None and self.ctrl.fileno() != -1
+
+    def fork(self, options: dict) -> socket.socket:
+        """A new worker's socket: the grader keeps one end, the zygote forks a worker on the other."""
+        grader_end, worker_end = socket.socketpair()
+        frame = wire.encode(options)
+        try:
+            socket.send_fds(self.ctrl, [frame[: wire.HEADER.size]], [worker_end.fileno()])
+            self.ctrl.sendall(frame[wire.HEADER.size :])
+        except OSError:
+            self.ctrl.close()  # a dead zygote: the worker's end closes below, so its greeting reads "ended"
+        worker_end.close()
+        return grader_end
+
+    def close(self) -> None:
+        self.ctrl.close()
+        self.process.kill()  # it holds nothing to save, and torch's clean exit alone takes a tenth of a second
+        self.process.wait()
+        self.log.close()
+
+
+class Zygotes:
+    """The zygotes, one per set of preloaded modules: the tasks that need torch do not make the others wait for it.
+
+    One grading run owns its own; a caller that grades again and again (watch mode) keeps one `Zygotes` and
+    passes it to every run, and closes it when it is done. A zygote holds no learner code and no expected values.
+    """
+
+    def __init__(self):
+        self._zygotes: dict[tuple[str, ...], Zygote] = {}
+        self._cwd = tempfile.mkdtemp(prefix="autograder-zygote-")
+
+    def get(self, preload: tuple[str, ...]) -> Zygote:
+        """A running zygote with `preload` imported; a dead one is replaced."""
+        zygote = self._zygotes.get(preload)
+        if zygote is None or not zygote.usable:
+            if zygote is not None:
+                zygote.close()
+            zygote = self._zygotes[preload] = Zygote(preload, self._cwd)
+        return zygote
+
+    def discard(self, preload: tuple[str, ...]) -> None:
+        zygote = self._zygotes.pop(preload, None)
+        if zygote is not None:
+            zygote.close()
+
+    def close(self) -> None:
+        for zygote in self._zygotes.values():
+            zygote.close()
+        self._zygotes.clear()
+        try:
+            os.rmdir(self._cwd)
+        except OSError:
+            pass
+
+
+class Listener:
+    """The loopback for spawned workers that cannot inherit a socket (Windows): each proves itself with a token.
+
+    Connections are read side by side, without blocking, so a stray one (or
+    one that says nothing) costs nothing but its own socket.
+    """
+
+    TOKEN_BYTES = 33  # 32 hex digits and a newline
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.setblocking(False)
+        self.port = self.server.getsockname()[1]
+        self.arrived: dict[bytes, socket.socket] = {}  # token -> its connection, for workers not yet asked for
+        self.unproven: dict[socket.socket, bytes] = {}
+
+    def wait_for(self, token: bytes, deadline: float) -> socket.socket:
+        while token not in self.arrived:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready = select.select([self.server, *self.unproven], [], [], left)[0]
+            for sock in ready:
+                if sock is self.server:
+                    self._accept()
+                else:
+                    self._read(sock)
+        return self.arrived.pop(token)
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.server.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        conn.setblocking(False)
+        self.unproven[conn] = b""
+
+    def _read(self, conn: socket.socket) -> None:
+        try:
+            chunk = conn.recv(self.TOKEN_BYTES - len(self.unproven[conn]))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        line = self.unproven[conn] + chunk
+        if chunk and len(line) < self.TOKEN_BYTES:
+            self.unproven[conn] = line
+            return
+        del self.unproven[conn]
+        if chunk and line.endswith(b"\n"):
+            self.arrived[line[:-1]] = conn  # a token nobody expects is never asked for, and closed at the end
+        else:
+            conn.close()  # not one of ours
+
+    def close(self) -> None:
+        for conn in [*self.arrived.values(), *self.unproven]:
+            conn.close()
+        self.server.close()
+
+
+class Pool:
+    """The workers of one grading run: one per task, started early, each called synchronously."""
+
+    def __init__(
+        self, level: str, memory_mb: int, hidden: list[str], start: str = "auto", zygotes: Zygotes | None = None
+    ):
+        self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden}
+        self.start = start_method(start)
+        self.workers: dict[str, Worker] = {}
+        self._all: list[Worker] = []
+        self._own_zygotes = zygotes is None  # a shared set outlives the run: its caller closes it
+        self._zygotes = Zygotes() if zygotes is None else zygotes
+        self._listener: Listener | None = None
+        self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
+
+    def prepare(self, task: str, setup: dict, preload: tuple[str, ...] = (), plan: list[dict] = ()) -> None:
+        """Start the task's worker now, with its setup and the calls it may run ahead (`plan`)."""
+        setup = {**setup, "plan": list(plan)}
+        worker = self._launch(task, preload, wire.encode(setup), len(plan))
+        if task in self.workers:
+            self.workers[task].kill()
+        self.workers[task] = worker
+        self._all.append(worker)
+        for other in self._all:  # room in their sockets now: the setups that did not fit go on
+            other.flush(wait=False)
+
+    def call(self, task: str, request: dict, limit: float) -> dict:
+        worker = self.workers[task]
+        try:
+            return worker.call(request, limit)
+        except StartFailed:
+            if worker.relaunch is None:
+                raise
+            # a zygote that forked before may have been killed since (by a worker, say): one fresh try
+            preload, setup, planned = worker.relaunch
+            self._zygotes.discard(preload)
+            fresh = self._launch(task, preload, setup, planned)
+            fresh.relaunch = None
+            self.workers[task] = fresh
+            self._all.append(fresh)
+            return fresh.call(request, limit)
+
+    def ended(self, task: str) -> bool:
+        return self.workers[task].dead
+
+    def stop(self, task: str) -> None:
+        """Kill the task's worker now: nothing it runs will be asked for (a later call gets a fresh worker)."""
+        if task in self.workers:
+            self.workers[task].kill()
+
+    def _launch(self, task: str, preload: tuple[str, ...], setup: bytes, planned: int) -> Worker:
+        if self.start == "fork":
+            zygote = self._zygotes.get(preload)
+            worker = Worker(task, planned, log=zygote.log, own_log=False)
+            worker.relaunch = (preload, setup, planned) if zygote.forked else None
+            zygote.forked += 1
+            worker.attach(zygote.fork(self.options), setup)
+            return worker
+        options = wire.encode({**self.options, "preload": list(preload)})
+        log = tempfile.TemporaryFile()  # its own errors until it is up; then its stderr goes to /dev/null
+        common = dict(cwd=self._cwd, env=worker_env(), stdout=subprocess.DEVNULL, stderr=log)
+        if POSIX_SOCKETS:
+            grader_end, worker_end = socket.socketpair()
+            process = subprocess.Popen(
+                [*python(), "spawn", str(worker_end.fileno())],
+                pass_fds=(worker_end.fileno(),),
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, killed with it
+                **common,
+            )
+            worker_end.close()
+            worker = Worker(task, planned, log, process)
+            worker.attach(grader_end, options + setup)
+            return worker
+        if self._listener is None:
+            self._listener = Listener()
+        token = secrets.token_hex(16).encode()
+        flags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        process = subprocess.Popen(
+            [*python(), "connect", str(self._listener.port)], stdin=subprocess.PIPE, creationflags=flags, **common
+        )
+        try:
+            process.stdin.write(token + b"\n")
+            process.stdin.close()
+        except OSError:
+            pass  # it died at once: waiting for it says so
+        worker = Worker(task, planned, log, process)
+        listener = self._listener
+
+        def connect(deadline: float) -> tuple[socket.socket, bytes]:
+            try:
+                return listener.wait_for(token, deadline), options + setup
+            except TimeoutError:
+                worker.kill()
+                raise could_not_start(f"its worker for task {task} never connected: {_tail(log)}") from None
+
+        worker.connect = connect
+        return worker
+
+    def close(self) -> None:
+        """Kill every worker of the run, and the zygotes unless they are shared; return when they are all gone."""
+        end = time.monotonic() + 2.0  # workers that have not greeted yet have run no learner code: a short wait
+        for worker in self._all:
+            worker.finish(end)
+        if self._own_zygotes:
+            self._zygotes.close()
+        if self._listener is not None:
+            self._listener.close()
+        try:
+            os.rmdir(self._cwd)
+        except OSError:
+            pass

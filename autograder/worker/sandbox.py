@@ -1,0 +1,160 @@
+"""How a worker shuts itself in before it runs learner code: the isolation levels, applied.
+
+The trusted side picks the level (`grading.isolation`); the worker applies it
+here, in its own process, before the first line of learner code.
+
+`sandbox` (the grader runs as root on Linux: Gradescope's containers, CI,
+GitHub's runners under sudo). The worker gets its own PID, mount, network,
+IPC and UTS namespaces, then becomes a user of its own (a uid no other process
+has) with no groups and no way to gain privileges. In its mount namespace the
+grader's folder, the submissions, the results and `/autograder` are covered
+by empty read-only file systems; `/tmp`, `/var/tmp` and `/dev/shm` are
+private; the folders Python imports from are bound back in read-only wherever
+they are (an environment under /tmp, pyenv under a closed /root). It may not
+start processes or threads (RLIMIT_NPROC 1 for its uid), so the memory cap
+(RLIMIT_AS) covers its whole tree, and it is PID 1 of its namespace: when the
+grader kills it, everything it started dies with it.
+
+`user` (root on Linux, but the system forbids new namespaces: some
+containers). As `sandbox` without the namespaces: its own uid, no processes or
+threads, the limits; the grader's files are protected only by their
+permissions.
+
+`processes` (no root: a learner's laptop, macOS, Windows). The same split
+between the grader and the worker, with the time limits, the memory cap where
+the system enforces one (Linux), and a process group of its own where there
+are process groups (POSIX), killed with the check; but the worker runs as the
+learner's user.
+
+Every Linux-only call (`prctl`, `unshare`, `mount`, `RLIMIT_*`) stays behind a
+check of the platform or of the call's presence: macOS and Windows reach only
+what they have.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from autograder.worker.wire import PROCESSES, SANDBOX, USER
+
+LINUX = sys.platform == "linux"
+HAS_GROUPS = hasattr(os, "setpgid") and hasattr(os, "killpg")  # POSIX process groups (not Windows)
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 0x1000
+MS_REC, MS_PRIVATE = 0x4000, 0x40000
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
+FIRST_SANDBOX_UID = 200_000  # far above any real account; a worker's uid adds its forking process's pid (unique)
+PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def libc():
+    """The C library, for the calls Python 3.11 lacks (Linux only: macOS's has no prctl, unshare or mount)."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        import ctypes
+
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def die_with_parent() -> None:
+    """Linux: this process is killed when the one that started it ends. Elsewhere the grader's kill is the only way."""
+    if LINUX:
+        libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def enter_namespaces() -> None:
+    """Before the worker's fork: its child will be PID 1 of a new PID namespace, with new mount and network ones."""
+    _check(libc().unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+
+
+def shut_in(level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: int = 16) -> None:
+    """In the worker, before any learner code: apply the level's walls. Irreversible."""
+    die_with_parent()
+    if level == SANDBOX:
+        _private_mounts(hidden)
+    elif level == PROCESSES and HAS_GROUPS and os.getpgid(0) != os.getpid():
+        os.setpgid(0, 0)  # a group of its own, killed with the check (a spawned worker leads one already)
+    _limits(level, memory_mb, file_mb)
+    if level in (SANDBOX, USER):
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    os.chdir("/tmp" if level == SANDBOX else _scratch())
+
+
+def _scratch() -> str:
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
+def _limits(level: str, memory_mb: int, file_mb: int) -> None:
+    try:
+        import resource
+    except ImportError:  # Windows: the grader's deadline is the only limit
+        return
+    if memory_mb and LINUX and hasattr(resource, "RLIMIT_AS"):  # macOS does not enforce RLIMIT_AS
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    for name, value in (("RLIMIT_CORE", 0), ("RLIMIT_FSIZE", file_mb << 20)):
+        if hasattr(resource, name):
+            resource.setrlimit(getattr(resource, name), (value, value))
+    if level in (SANDBOX, USER):
+        resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+
+
+def _private_mounts(hidden: list[str]) -> None:
+    """The `sandbox` level's mount namespace: hidden folders covered, private temporary folders, Python reachable."""
+    c = libc()
+    _check(c.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    # opened before anything is covered: a folder of the interpreter's under /tmp or /root is bound back from these
+    interpreter = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in interpreter_paths() if not _under(p, hidden)}
+    for path in hidden:
+        if os.path.isdir(path):
+            ro = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+            _check(c.mount(b"tmpfs", path.encode(), b"tmpfs", ro, b"size=4k,mode=0555"), f"hide {path}")
+        elif os.path.exists(path):
+            _check(c.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
+    covers = [(p, b"size=64m,mode=1777") for p in PRIVATE_TMP if os.path.isdir(p)]
+    closed = {blocking_ancestor(p) for p in interpreter} - {None}
+    covers += [(p, b"size=1m,mode=0755") for p in sorted(closed) if not _under(p, PRIVATE_TMP)]
+    for folder, options in covers:
+        _check(c.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"private {folder}")
+    covered = [folder for folder, _ in covers]
+    for path, fd in sorted(interpreter.items()):
+        if _under(path, covered) and path not in covered:  # never the whole of /tmp back: only Python's folders
+            os.makedirs(path, exist_ok=True)
+            _check(c.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+            _check(c.mount(None, path.encode(), None, flags, None), f"read-only {path}")
+        os.close(fd)
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
+
+
+def interpreter_paths() -> list[str]:
+    """The folders Python imports from: they must stay readable for the worker's user, wherever they are."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if p)}
+    return sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
+
+
+def blocking_ancestor(path: str) -> str | None:
+    """The outermost folder above `path` that other users may not enter (a home folder such as /root)."""
+    parts = path.strip(os.sep).split(os.sep)
+    for i in range(1, len(parts)):
+        folder = os.sep + os.sep.join(parts[:i])
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
