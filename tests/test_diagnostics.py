@@ -18,7 +18,7 @@ import pytest
 
 from autograder.grading.drawing import draw_or_offer, graph_diff_dot
 from autograder.kit.checks import CheckFailed, GraphsDiffer, expect_close, expect_same_grads, grads_explained
-from autograder.kit.scenario import graph_report, sweep
+from autograder.worker.scenario import graph_report, sweep
 from solutions.engine import Value
 
 from .conftest import copy_of, grade

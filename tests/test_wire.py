@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from autograder.grading import wire
+from autograder.worker import wire
 
 
 class Sneaky(float):

@@ -34,8 +34,8 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO
-from autograder.worker import sandbox
 from autograder.grading.results import STATUSES, Results
+from autograder.worker import sandbox
 
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log
 MAX_FILE = 1_000_000  # bytes of one submitted file copied for grading

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from autograder.course.regions import REPO
-from autograder.grading.results import Results
 from autograder.grading.pool import Zygotes
+from autograder.grading.results import Results
 
 
 class _Catch:

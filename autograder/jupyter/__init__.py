@@ -45,9 +45,9 @@ from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, o
 from autograder.grading.drawing import dot_to_svg
 from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 from autograder.grading.limits import lesson_budget as _budget
-from autograder.worker.loading import SourcePackage, hybrid_value, where_in
 from autograder.grading.results import Results
 from autograder.grading.scorecard import page_link
+from autograder.worker.loading import SourcePackage, hybrid_value, where_in
 from autograder.worker.main import stub_task
 
 
