@@ -30,16 +30,21 @@ class GradingRun:
         return {t["number"]: (t["score"], t["max_score"]) for t in self.results["tests"]}
 
 
-def grade(impl: str | Path, *args: str, tmp_path: Path) -> GradingRun:
-    """Run `pytest autograder --impl IMPL --results-json ...` in a subprocess, from the repository root."""
+def grade(
+    impl: str | Path, *args: str, tmp_path: Path, env: dict | None = None, python: str = sys.executable, cwd=REPO
+) -> GradingRun:
+    """Run `pytest autograder --impl IMPL --results-json ...` in a subprocess, from the repository root.
+
+    `env` adds to the environment (a simulated platform's PYTHONPATH); `python` is another interpreter.
+    """
     results = tmp_path / f"results-{len(list(tmp_path.glob('results-*.json')))}.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "autograder", "--impl", str(impl), "--results-json", str(results), *args],
-        cwd=REPO,
+        [python, "-m", "pytest", "autograder", "--impl", str(impl), "--results-json", str(results), *args],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
     )
     output = proc.stdout + proc.stderr
     assert results.exists(), f"the grader wrote no results (exit {proc.returncode}):\n{output[-3000:]}"

@@ -25,7 +25,7 @@ def why_not(level: str) -> str:
     """Why this machine cannot give `level` ('' if it can)."""
     if level == PROCESSES:
         return ""
-    if sys.platform != "linux" or os.geteuid() != 0:
+    if sys.platform != "linux" or getattr(os, "geteuid", lambda: -1)() != 0:
         return "it needs root on Linux"
     if level == SANDBOX and not _can_unshare():
         return "this system forbids new namespaces (a container's default, say)"

@@ -185,13 +185,21 @@ class Worker:
         self.flush(wait=True)
         try:
             greeting = self._frame(deadline)
+            if type(greeting) is dict and type(greeting.get("error")) is dict:  # no learner code has run yet
+                raise wire.WireError(str(greeting["error"].get("message"))[:500])
             if type(greeting) is not dict or type(greeting.get("pid")) is not int or greeting["pid"] <= 0:
                 raise wire.WireError(f"a greeting without a pid: {str(greeting)[:200]}")
             self.pid, self.group = greeting["pid"], greeting.get("group") is True
             setup = self._frame(deadline)
         except (wire.Closed, wire.WireError, OSError) as exc:
+            if self.process is not None and isinstance(exc, wire.Closed):
+                try:
+                    self.process.wait(1)  # its last words reach the log
+                except subprocess.TimeoutExpired:
+                    pass
+            said = _tail(self.log)
             self.kill()
-            raise could_not_start(f"its worker for task {self.task} {_why(exc)}: {_tail(self.log)}") from None
+            raise could_not_start(f"its worker for task {self.task} {_why(exc)}: {said}") from None
         if type(setup) is not dict or setup.get("ready") is not True:
             self.kill()
             detail = setup.get("error", {}).get("message", "") if type(setup) is dict else ""
@@ -601,8 +609,9 @@ class Pool:
             try:
                 return listener.wait_for(token, deadline), options + setup
             except TimeoutError:
+                said = _tail(log)
                 worker.kill()
-                raise could_not_start(f"its worker for task {task} never connected: {_tail(log)}") from None
+                raise could_not_start(f"its worker for task {task} never connected: {said}") from None
 
         worker.connect = connect
         return worker

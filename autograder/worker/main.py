@@ -38,6 +38,7 @@ import select
 import signal
 import socket
 import sys
+import traceback
 
 from autograder.worker import sandbox, wire
 from autograder.worker import scenario as scenario_kit
@@ -248,7 +249,7 @@ def _alarm(signum, frame):
 
 def run_worker(sock: socket.socket, options: dict) -> None:
     """In a freshly forked (or spawned) process: greet, shut in, then serve until the grader hangs up. Never returns."""
-    code = 0
+    code, worker = 0, None
     try:
         level = options["level"]
         if hasattr(signal, "SIGCHLD"):
@@ -275,11 +276,23 @@ def run_worker(sock: socket.socket, options: dict) -> None:
         if hasattr(signal, "SIGUSR1"):  # a call past its deadline is asked where it is, even stuck in C code
             faulthandler.register(signal.SIGUSR1, file=sock.fileno(), all_threads=False)
         gc.collect()
-        Worker(sock).serve()
-    except BaseException:  # noqa: BLE001 - a worker that cannot start says nothing; the grader sees it close
+        worker = Worker(sock)
+        worker.serve()
+    except BaseException as exc:  # noqa: BLE001 - the grader sees it close
         code = 70
+        if worker is None or worker.impl is None:  # no learner code has run: say what broke, for the grader's log
+            _say_why_not_started(sock, exc)
     finally:
         os._exit(code)
+
+
+def _say_why_not_started(sock: socket.socket, exc: BaseException) -> None:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
+    try:
+        wire.send(sock, {"error": {"type": "WorkerStart", "message": f"{type(exc).__name__}: {exc}{where}"[:500]}})
+    except (OSError, ValueError):
+        pass
 
 
 def zygote(ctrl_fd: int, preload: list[str]) -> None:

@@ -1,0 +1,107 @@
+"""The learner's machines, on this one: simulated macOS and Windows, and Python wherever it lives.
+
+Each grades the reference to full marks and the stubs to zero on a lesson or
+two (the whole course runs once elsewhere in the suite, and in CI as an
+unprivileged user). The simulations are in `tests/platforms/`, one folder
+each, with what each one takes away; the real macOS and Windows runs are in
+`.github/workflows/ci.yml`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from autograder.grading.isolation import best_level
+
+from .conftest import REPO, copy_of, grade
+
+PLATFORMS = REPO / "tests" / "platforms"
+LESSONS = ("--lesson", "2", "--lesson", "9")  # the Value class, and PyTorch in the worker
+AS_ROOT = best_level() != "processes"
+
+
+def full_marks(run) -> None:
+    assert run.returncode == 0, run.output[-3000:]
+    assert set(run.status.values()) == {"passed"}, run.output[-3000:]
+    assert run.results["score"] == run.results["max_score"] > 0
+
+
+def zero(run) -> None:
+    assert set(run.status.values()) == {"not started"}, run.output[-3000:]
+    assert run.results["score"] == 0
+
+
+def probe(env: dict, code: str, python: str = sys.executable) -> str:
+    return subprocess.run(
+        [python, "-c", code], cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.mark.parametrize("platform", ["macos", "windows"])
+def test_a_simulated_platform_grades_the_reference_to_full_marks_and_the_stubs_to_zero(platform, tmp_path):
+    env = {"PYTHONPATH": str(PLATFORMS / platform)}
+    how = "from autograder.grading import isolation, pool; print(pool.start_method(), pool.POSIX_SOCKETS, "
+    how += "isolation.best_level())"
+    expected = {"macos": "spawn True processes", "windows": "spawn False processes"}[platform]
+    assert probe(env, how) == expected, "the simulation did not take"
+    reference = grade("solutions", *LESSONS, tmp_path=tmp_path, env=env)
+    full_marks(reference)
+    assert reference.results["extra_data"]["isolation"] == "processes"
+    zero(grade("exercises", *LESSONS, tmp_path=tmp_path, env=env))
+
+
+@pytest.mark.parametrize("platform", ["macos", "windows"])
+def test_an_endless_loop_on_a_simulated_platform_costs_its_own_check(platform, tmp_path):
+    """Without SIGALRM (Windows) only the grader's deadline stops it; either way it is 'timed out', charged once."""
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    source = engine.read_text()
+    looped = source.replace(
+        "    def __repr__(self) -> str:\n", "    def __repr__(self) -> str:\n        while True:\n            pass\n", 1
+    )
+    assert looped != source
+    engine.write_text(looped)
+    env = {"PYTHONPATH": str(PLATFORMS / platform)}
+    run = grade(submission, "--lesson", "2", "--check-timeout", "2", tmp_path=tmp_path, env=env)
+    assert run.status["2.2"] == "timed out", run.output[-3000:]
+    assert {t: s for t, s in run.status.items() if t != "2.2"} == {"2.1": "passed", "2.3": "passed", "2.4": "passed"}
+
+
+def environment_in(folder: Path) -> str:
+    """A virtual environment in `folder` with this course installed, its pure-Python packages its own.
+
+    The big ones (torch, numpy) come from the system's site-packages; graphviz, which lesson 3 imports, is
+    installed into the environment, so that a sandbox that hid the folder would show.
+    """
+    venv.EnvBuilder(system_site_packages=True, with_pip=False, symlinks=True).create(folder)
+    python = str(folder / "bin" / "python")
+    site = probe({}, "import sysconfig; print(sysconfig.get_paths()['purelib'])", python)
+    graphviz = Path(__import__("graphviz").__file__).parent
+    subprocess.run(["cp", "-r", str(graphviz), site], check=True)
+    (Path(site) / "backprop_course.pth").write_text(str(REPO) + "\n")
+    return python
+
+
+@pytest.mark.parametrize("where", ["/tmp", "/var/tmp", "repository"])
+def test_python_under_tmp_or_in_the_repository_grades_in_full(where, tmp_path):
+    """The sandbox's private /tmp, and the hidden repository, must not hide the interpreter's own packages."""
+    import shutil
+    import tempfile
+
+    parent = REPO if where == "repository" else Path(tempfile.mkdtemp(dir=where))
+    folder = parent / ".venv-test" if where == "repository" else parent / "venv"
+    try:
+        python = environment_in(folder)
+        located = probe({}, "import graphviz; print(graphviz.__file__)", python)
+        assert located.startswith(str(folder)), located
+        full_marks(grade("solutions", "--lesson", "3", "--lesson", "9", tmp_path=tmp_path, python=python))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if where != "repository":
+            shutil.rmtree(parent, ignore_errors=True)

@@ -1,0 +1,236 @@
+"""The worker pool's states, one worker process at most per test and no grader (`autograder/grading/pool.py`).
+
+A scripted stand-in plays the worker: it greets and acknowledges its setup as
+the real one does, then misbehaves in one way. The worker's own half of the
+plan (answers computed ahead) is tested on `autograder.worker.main.Worker`
+with no process at all.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder.grading import pool
+from autograder.worker import main as worker_main
+from autograder.worker import wire
+
+STAND_IN = r"""
+import json, os, socket, struct, sys, time
+sock = socket.socket(fileno=int(sys.argv[1]))
+def send(obj):
+    body = json.dumps(obj).encode()
+    sock.sendall(struct.pack("!I", len(body)) + body)
+def read():
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                sys.exit(0)
+            data += chunk
+        return data
+    return json.loads(exactly(struct.unpack("!I", exactly(4))[0]))
+how = sys.argv[2]
+send({"pid": os.getpid(), "group": False})
+read()
+send({"ready": True})
+if how == "answers nobody's question":
+    send({"id": 0, "ok": "made up"})
+if how == "dies idle":
+    sys.exit(0)
+request = read()
+if how == "answers":
+    send({"id": request["id"], "ok": request["args"]})
+elif how == "answers with another id":
+    send({"id": request["id"] + 1, "ok": 1})
+elif how == "sends a list":
+    send([1, 2, 3])
+elif how == "dies mid-call":
+    os._exit(3)
+elif how == "hangs":
+    time.sleep(600)
+elif how == "trickles":
+    body = json.dumps({"id": request["id"], "ok": 1}).encode()
+    for byte in struct.pack("!I", len(body)) + body:
+        sock.sendall(bytes([byte]))
+        time.sleep(0.3)
+time.sleep(600)
+"""
+
+
+def stand_in(how: str, planned: int = 0) -> tuple[pool.Worker, subprocess.Popen]:
+    grader_end, worker_end = socket.socketpair()
+    process = subprocess.Popen(
+        [sys.executable, "-c", STAND_IN, str(worker_end.fileno()), how], pass_fds=(worker_end.fileno(),)
+    )
+    worker_end.close()
+    worker = pool.Worker("2.1", planned, process=process)
+    worker.attach(grader_end, wire.encode({"op": "setup"}))
+    return worker, process
+
+
+def ask(worker: pool.Worker, limit: float = 5.0) -> dict:
+    return worker.call({"op": "run", "args": [1, 2]}, limit)
+
+
+def test_a_worker_that_answers_gets_its_answer_back_and_is_killed_at_the_end():
+    worker, process = stand_in("answers")
+    assert ask(worker) == {"id": 0, "ok": [1, 2]}
+    assert worker.ready and not worker.dead
+    worker.finish(time.monotonic() + 1)
+    assert process.poll() is not None
+
+
+def test_a_worker_that_died_while_idle_never_started_the_call():
+    worker, process = stand_in("dies idle")
+    worker.come_up()
+    process.wait(10)
+    with pytest.raises(pool.Diverged, match="had ended before this call"):
+        ask(worker)
+    assert worker.dead
+
+
+def test_a_worker_that_dies_mid_call_costs_that_call():
+    worker, _ = stand_in("dies mid-call")
+    with pytest.raises(pool.WorkerGone, match="ended without an answer") as caught:
+        ask(worker)
+    assert type(caught.value) is pool.WorkerGone and not caught.value.timed_out
+
+
+def test_a_worker_that_may_have_been_running_ahead_is_not_charged_for_dying():
+    """With planned calls after this one, the death may belong to a call nobody asked for: a fresh worker decides."""
+    worker, _ = stand_in("dies mid-call", planned=3)
+    with pytest.raises(pool.Diverged):
+        ask(worker)
+
+
+def test_a_worker_past_its_deadline_is_stopped_and_killed():
+    worker, process = stand_in("hangs")
+    started = time.monotonic()
+    with pytest.raises(pool.WorkerGone, match=r"did not finish within 0\.5 s") as caught:
+        ask(worker, limit=0.5)
+    assert caught.value.timed_out
+    assert time.monotonic() - started < 5
+    assert process.poll() is not None, "the worker outlived its deadline"
+
+
+def test_bytes_trickled_in_do_not_stretch_the_deadline():
+    worker, process = stand_in("trickles")
+    with pytest.raises(pool.WorkerGone) as caught:
+        ask(worker, limit=1.0)
+    assert caught.value.timed_out
+    assert process.poll() is not None
+
+
+@pytest.mark.parametrize("how", ["answers nobody's question", "answers with another id", "sends a list"])
+def test_an_answer_nobody_asked_for_is_refused(how):
+    worker, process = stand_in(how)
+    with pytest.raises(pool.WorkerGone, match="not an answer") as caught:
+        ask(worker)
+    assert type(caught.value) is pool.WorkerGone
+    assert worker.dead and process.poll() is not None
+
+
+def test_a_worker_that_never_connects_is_the_machines_problem_not_a_timeout(monkeypatch):
+    monkeypatch.setattr(pool, "POSIX_SOCKETS", False)  # the loopback, as on Windows
+    monkeypatch.setattr(pool, "START_TIMEOUT", 1.0)
+    monkeypatch.setattr(pool, "python", lambda: [sys.executable, "-c", "import time; time.sleep(600)"])
+    workers = pool.Pool(wire.PROCESSES, 0, [], "spawn")
+    try:
+        workers.prepare("2.1", {"op": "setup"})
+        with pytest.raises(pool.StartFailed, match="never connected") as caught:
+            workers.call("2.1", {"op": "load"}, 5.0)
+        assert "python -m autograder doctor" in str(caught.value)
+        assert workers.workers["2.1"].process.poll() is not None
+    finally:
+        workers.close()
+
+
+def test_stray_connections_cost_the_listener_nothing():
+    """One that says nothing, one with a wrong token, one that hangs up: the worker's own is found at once."""
+    listener = pool.Listener()
+    try:
+        silent = socket.create_connection(("127.0.0.1", listener.port))
+        wrong = socket.create_connection(("127.0.0.1", listener.port))
+        wrong.sendall(b"x" * 40)
+        gone = socket.create_connection(("127.0.0.1", listener.port))
+        gone.close()
+        ours = socket.create_connection(("127.0.0.1", listener.port))
+        token = b"0123456789abcdef0123456789abcdef"
+        ours.sendall(token + b"\n")
+        started = time.monotonic()
+        conn = listener.wait_for(token, time.monotonic() + 10)
+        assert time.monotonic() - started < 2
+        ours.sendall(b"hello")
+        conn.settimeout(5)
+        assert conn.recv(5) == b"hello"
+        with pytest.raises(TimeoutError):
+            listener.wait_for(b"f" * 32, time.monotonic() + 0.3)
+        silent.close()
+        wrong.close()
+        ours.close()
+    finally:
+        listener.close()
+
+
+def test_start_methods_by_platform(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert pool.start_method("auto") == "spawn"
+    with pytest.raises(RuntimeError, match="Linux only"):
+        pool.start_method("fork")
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert pool.start_method("auto") == "fork"
+    monkeypatch.delattr(pool.os, "fork")
+    assert pool.start_method("auto") == "spawn"
+
+
+# --- the worker's half: answers computed ahead ---------------------------------------------------------------------
+
+
+class Scripted(worker_main.Worker):
+    """The worker's loop logic with a handle() that records what it ran."""
+
+    def __init__(self, plan):
+        self.plan, self.ahead, self.asked, self.ran = list(plan), [], 0, []
+
+    def handle(self, request):
+        self.ran.append(request["n"])
+        return {"ok": request["n"] * 10}
+
+
+def test_the_worker_answers_a_planned_call_from_what_it_ran_ahead():
+    worker = Scripted([{"n": 1}, {"n": 2}])
+    worker._run_ahead()
+    worker._run_ahead()
+    assert worker.answer({"id": 0, "n": 1}) == {"ok": 10}
+    assert worker.answer({"id": 1, "n": 2}) == {"ok": 20}
+    assert worker.ran == [1, 2], "an answer computed ahead is not computed again"
+    assert worker.answer({"id": 2, "n": 3}) == {"ok": 30}
+
+
+def test_the_worker_says_diverged_once_it_ran_a_call_nobody_asked_for():
+    worker = Scripted([{"n": 1}, {"n": 2}])
+    worker._run_ahead()
+    worker._run_ahead()
+    assert worker.answer({"id": 0, "n": 1}) == {"ok": 10}
+    assert worker.answer({"id": 1, "n": 5}) == {"diverged": True}
+
+
+def test_a_worker_that_ran_nothing_extra_just_answers_a_request_off_the_plan():
+    worker = Scripted([{"n": 1}, {"n": 2}])
+    worker._run_ahead()
+    assert worker.answer({"id": 0, "n": 7}) == {"diverged": True}  # it ran n=1 already
+    fresh = Scripted([{"n": 1}, {"n": 2}])
+    assert fresh.answer({"id": 0, "n": 7}) == {"ok": 70}
+    assert not fresh._should_run_ahead(), "off the plan, it no longer runs ahead"
+
+
+def test_the_worker_stops_running_ahead_after_a_call_that_timed_out():
+    worker = Scripted([{"n": 1}, {"n": 2}])
+    worker.ahead.append({"error": {"type": "timed out"}})
+    assert not worker._should_run_ahead()
