@@ -26,8 +26,9 @@ from pathlib import Path
 import pytest
 
 from autograder.course import registry
-from autograder.grading import sandbox
+from autograder.grading.isolation import best_level
 from autograder.grading.results import Results
+from autograder.worker import sandbox
 
 from .conftest import REPO
 
@@ -35,7 +36,7 @@ from .conftest import REPO
 ENGINE_TASKS = frozenset(
     t for t in registry.TASKS if registry.task(t).lesson in (2, 5, 6, 7, 8) or "engine" in registry.task(t).runs_whole
 )
-AS_ROOT = sandbox.best_level() == sandbox.SANDBOX
+AS_ROOT = best_level() == "sandbox"
 
 
 @dataclass

@@ -253,7 +253,7 @@ def test_calls_sent_ahead_never_stand_in_for_calls_the_run_did_not_make(tmp_path
     """
     import json
 
-    from autograder.grading.plugin import PLAN_CACHE, lessons_fingerprint
+    from autograder.grading import caches
 
     submission = copy_of("solutions", tmp_path)
     engine = submission / "engine.py"
@@ -261,7 +261,7 @@ def test_calls_sent_ahead_never_stand_in_for_calls_the_run_did_not_make(tmp_path
     engine.write_text(source.replace("out = Value(self.data * other.data", "out = Value(self.data + other.data"))
     assert engine.read_text() != source
     honest = grade(submission, tmp_path=tmp_path)
-    path = PLAN_CACHE / f"{lessons_fingerprint()}.json"
+    path = caches.ROOT / caches.fingerprint() / "plans.json"
     plans = json.loads(path.read_text())
     assert len(plans) == len(registry.TASKS), "the runs before this one left a plan for every task"
     poisoned, changed = {}, 0
@@ -284,3 +284,26 @@ def test_calls_sent_ahead_never_stand_in_for_calls_the_run_did_not_make(tmp_path
     assert planned.status == honest.status, planned.output[-3000:]
     assert planned.score_by_task == honest.score_by_task
     assert {"passed", "failed"} <= set(honest.status.values())
+
+
+def test_a_change_to_the_kit_recomputes_the_reference_answers(tmp_path, reference_run):
+    """Expected values are kept under one fingerprint of everything that decides them: the kit is part of it."""
+    import json
+
+    from autograder.grading import caches
+
+    answers = caches.ROOT / caches.fingerprint() / "answers.json"
+    known = answers.read_text()
+    answers.write_text(json.dumps({key: "stale" for key in json.loads(known)}))
+    kit = REPO / "autograder" / "kit" / "checks.py"
+    original = kit.read_text()
+    try:
+        stale = grade("solutions", "--lesson", "8", tmp_path=tmp_path)
+        assert set(stale.status.values()) != {"passed"}, "the poisoned answers were not read: this proves nothing"
+        kit.write_text(original + "\n# a change to the kit\n")
+        fresh = grade("solutions", "--lesson", "8", tmp_path=tmp_path)
+    finally:
+        kit.write_text(original)
+        answers.parent.mkdir(parents=True, exist_ok=True)
+        answers.write_text(known)
+    assert set(fresh.status.values()) == {"passed"}, fresh.output[-3000:]

@@ -48,12 +48,12 @@ from autograder.course.regions import (
     owners_of,
     tasks_of_scope,
 )
-from autograder.grading import drawing, isolation, pool, scorecard
+from autograder.grading import caches, drawing, isolation, pool, scorecard
 from autograder.grading.limits import CHECK_TIMEOUT, KILL_GRACE, MEMORY_LIMIT_MB
 from autograder.grading.results import Results, TestResult
 from autograder.kit.checks import CheckFailed, GraphsDiffer, WaitsFor
 from autograder.worker.scenario import SCENARIO_FLAG
-from autograder.worker.wire import LEVELS, PROCESSES, to_plain
+from autograder.worker.wire import LEVELS, to_plain
 
 MAX_SOURCE = 1_000_000  # bytes of one learner file
 GRADER = pytest.StashKey["Grader"]()
@@ -163,28 +163,15 @@ class Grader:
         self.asked: dict[str, list[dict]] = {}  # task -> the scenario calls its checks made, in order
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
         self.new_answers = False
-        self._answers: dict | None = None
+        self.cache = caches.GradingCache(self.level)
 
     def known_answers(self) -> dict:
         """The reference's answers computed so far, for this reference (read from disk where that is safe)."""
-        if self._answers is None:
-            fingerprint = reference_fingerprint()
-            self._answers = _ANSWERS.setdefault(fingerprint, {})
-            if self.level != PROCESSES:  # only there could learner code have written the file
-                try:
-                    self._answers.update(json.loads((ANSWER_CACHE / f"{fingerprint}.json").read_text()))
-                except (OSError, ValueError):
-                    pass
-        return self._answers
+        return self.cache.load("answers")
 
     def save_answers(self) -> None:
-        if self.new_answers and self.level != PROCESSES and self._answers is not None:
-            path = ANSWER_CACHE / f"{reference_fingerprint()}.json"
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                scorecard.write_json(path, self._answers)
-            except OSError:
-                pass  # a cache that cannot be written only costs time
+        if self.new_answers:
+            self.cache.save("answers")
 
     def graded_name(self) -> str:
         return str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
@@ -282,32 +269,17 @@ class Grader:
 
     def call_plans(self) -> dict[str, list[dict]]:
         """The calls each task's checks made in earlier runs of these test files (read from disk where safe)."""
-        fingerprint = lessons_fingerprint()
-        plans = _PLANS.setdefault(fingerprint, {})
-        if not plans and self.level != PROCESSES:  # only there could learner code have written the file
-            try:
-                path = PLAN_CACHE / f"{fingerprint}.json"
-                if path.stat().st_size < MAX_PLAN_FILE:
-                    plans.update(json.loads(path.read_text()))
-            except (OSError, ValueError):
-                pass
-        return plans
+        return self.cache.load("plans")
 
     def save_plans(self) -> None:
         """Keep this run's calls for the next run: a task's calls replace its plan unless they are its beginning."""
-        plans = self.call_plans() if self.asked else {}
+        plans = self.call_plans()
         changed = False
         for task_id, calls in self.asked.items():
             if plans.get(task_id, [])[: len(calls)] != calls:
                 plans[task_id], changed = calls, True
-        if changed and self.level != PROCESSES:
-            try:
-                PLAN_CACHE.mkdir(parents=True, exist_ok=True)
-                for stale in PLAN_CACHE.glob("*.json"):  # plans of test files that have changed since
-                    stale.unlink()
-                (PLAN_CACHE / f"{lessons_fingerprint()}.json").write_text(json.dumps(plans, separators=(",", ":")))
-            except OSError:
-                pass  # a plan that cannot be kept only costs time
+        if changed:
+            self.cache.save("plans")
 
     def start(self) -> None:
         """Start the workers before collection: they set up, and answer planned calls, while the tests load."""
@@ -523,15 +495,6 @@ def lesson_modules(task_id: str) -> tuple[str, ...]:
     return tuple(f"{LESSONS_PACKAGE}.{p.stem}" for p in sorted(LESSONS.glob(f"test_{number:02d}_*.py")))
 
 
-@cache
-def lessons_fingerprint() -> str:
-    """What the calls of a run depend on: the grading tests and the helpers they use."""
-    digest = hashlib.sha256()
-    for path in sorted([*LESSONS.glob("*.py"), *(LESSONS.parent / "kit").glob("*.py")]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:24]
-
-
 class Learner:
     """The `learner` fixture: runs scenarios over the learner's code for this test's task."""
 
@@ -606,27 +569,6 @@ def answer_key(fn, args: tuple, kwargs: dict) -> str:
     """How a reference answer is filed: the scenario's file and name, and its arguments (hashed when long)."""
     key = f"{fn.__module__.rpartition('.')[2]}:{fn.__name__}:{json.dumps([args, kwargs], sort_keys=True)}"
     return key if len(key) <= 4000 else hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-_ANSWERS: dict[str, dict] = {}  # reference fingerprint -> answers, for a process that grades again (watch mode)
-
-
-def reference_fingerprint() -> str:
-    """What the reference's answers depend on: its sources, and the Python and PyTorch that ran them."""
-    digest = hashlib.sha256(sys.version.encode())
-    for path in sorted(SOLUTIONS.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    torch = importlib.util.find_spec("torch")  # its version file, without importing it
-    if torch is not None and torch.origin:
-        version = Path(torch.origin).with_name("version.py")
-        digest.update(version.read_bytes() if version.is_file() else torch.origin.encode())
-    return digest.hexdigest()[:24]
-
-
-ANSWER_CACHE = REPO / ".cache" / "reference-answers"
-PLAN_CACHE = REPO / ".cache" / "call-plans"
-MAX_PLAN_FILE = 50_000_000
-_PLANS: dict[str, dict] = {}  # lessons fingerprint -> task -> calls, for a process that grades again (watch mode)
 
 
 @cache

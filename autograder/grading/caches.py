@@ -1,0 +1,87 @@
+"""What the grader remembers between runs, on disk: one owner, one fingerprint.
+
+`.cache/grading/<fingerprint>/` holds the *call plans* (the calls each task's
+checks made, sent ahead to the next run's workers) and the *reference
+answers* (the expected values the trusted side computed, PyTorch's among
+them). The fingerprint covers everything that decides a call or an expected
+value: the reference (`solutions/`), the grading tests (`autograder/lessons/`),
+the judgement kit (`autograder/kit/`), everything that runs in a worker
+(`autograder/worker/`: the scenario helpers, the loader), and the Python and
+PyTorch versions. Change any of them and the next run starts from nothing.
+
+Learner code must not be able to write what a verdict depends on: at the
+`processes` level it runs as the grader's own user, so there nothing is read
+from or written to disk (a warm process, watch mode, still keeps its memory).
+A course's site build keeps its own cache (`course/_build/buildcache.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import sys
+from functools import cache
+from pathlib import Path
+
+from autograder.course.regions import REPO, SOLUTIONS
+from autograder.worker.wire import PROCESSES
+
+ROOT = REPO / ".cache" / "grading"
+AUTOGRADER = Path(__file__).resolve().parents[1]
+SOURCES = (SOLUTIONS, AUTOGRADER / "lessons", AUTOGRADER / "kit", AUTOGRADER / "worker")
+MAX_FILE = 50_000_000  # bytes: a file larger than any real run's is not read
+_MEMORY: dict[tuple[str, str], dict] = {}  # (fingerprint, what) -> data, for a process that grades again
+
+
+@cache
+def fingerprint(sources: tuple[Path, ...] = SOURCES) -> str:
+    """A digest of every source that decides a call or an expected value, and of the Python and PyTorch versions."""
+    digest = hashlib.sha256(sys.version.encode())
+    for folder in sources:
+        for path in sorted(folder.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                digest.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    torch = importlib.util.find_spec("torch")  # its version file, without importing it
+    if torch is not None and torch.origin:
+        version = Path(torch.origin).with_name("version.py")
+        digest.update(version.read_bytes() if version.is_file() else torch.origin.encode())
+    return digest.hexdigest()[:24]
+
+
+class GradingCache:
+    """The call plans and reference answers of this course's current fingerprint, for one isolation level."""
+
+    def __init__(self, level: str, root: Path = ROOT):
+        self.on_disk = level != PROCESSES  # only there could learner code have written the files
+        self.folder = root / fingerprint()
+
+    def load(self, what: str) -> dict:
+        """`plans` or `answers`: the dict kept in memory for this fingerprint, first read from disk where safe."""
+        key = (self.folder.name, what)
+        if key not in _MEMORY:
+            _MEMORY[key] = {}
+            if self.on_disk:
+                try:
+                    path = self.folder / f"{what}.json"
+                    if path.stat().st_size < MAX_FILE:
+                        _MEMORY[key].update(json.loads(path.read_text()))
+                except (OSError, ValueError):
+                    pass
+        return _MEMORY[key]
+
+    def save(self, what: str) -> None:
+        """Write `what` for the next run (where safe), and drop every other fingerprint's folder: it is stale."""
+        if not self.on_disk:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            for stale in self.folder.parent.iterdir():
+                if stale != self.folder:
+                    shutil.rmtree(stale, ignore_errors=True)
+            partial = self.folder / f".{what}.json.partial"
+            partial.write_text(json.dumps(self.load(what), separators=(",", ":")))
+            partial.replace(self.folder / f"{what}.json")  # another run reading meanwhile sees the old file whole
+        except OSError:
+            pass  # a cache that cannot be written only costs time
