@@ -218,7 +218,13 @@ def _grade(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace) -> int:
     from autograder.grading import watch
 
-    return watch.watch(args.impl, args.lesson, args.check_timeout)
+    return watch.watch(args.impl, args.lesson, args.check_timeout, poll=args.poll)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from autograder.grading import doctor
+
+    return doctor.main()
 
 
 def _gradescope(args: argparse.Namespace) -> int:
@@ -390,7 +396,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="S",
         help="time limit of each call into your code, seconds (default: the grader's)",
     )
+    p.add_argument(
+        "--poll", action="store_true", help="look at the files every half second (for drives that raise no file events)"
+    )
     p.set_defaults(run=_watch)
+    p = commands.add_parser("doctor", help="check what grading needs on this machine, and say how to fix what is not")
+    p.set_defaults(run=_doctor)
     p = commands.add_parser("gradescope", help="build the Gradescope autograder bundle (a zip)")
     p.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write (default autograder.zip)")
     p.set_defaults(run=_gradescope)

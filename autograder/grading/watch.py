@@ -56,11 +56,45 @@ def tasks_of(modules: list[str], selected: list[str]) -> list[str]:
     return [t for t in selected if module_of(t) in modules]
 
 
+POLL_MS = 500
+NO_EVENTS = {
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "9p",
+    "drvfs",
+    "fuse.sshfs",
+    "vboxsf",
+    "prl_fs",
+    "fuse.vmhgfs-fuse",
+}
+
+
+def polling_reason(folder: Path, mounts: str = "/proc/mounts") -> str:
+    """Why saves in `folder` raise no file events ('' if they do, as far as can be told): a network or shared drive.
+
+    There the kernel hears of no save made on the other side, so watch mode looks at the files instead, as
+    rustlings and watchfiles do. Linux tells a folder's file system in /proc/mounts; elsewhere, `--poll`.
+    """
+    try:
+        table = [line.split()[1:3] for line in Path(mounts).read_text().splitlines() if len(line.split()) > 2]
+    except OSError:
+        return ""
+    path = str(folder.resolve())
+    inside = [(where, kind) for where, kind in table if path == where or path.startswith(where.rstrip("/") + "/")]
+    if not inside:
+        return ""
+    where, kind = max(inside, key=lambda entry: len(entry[0]))
+    return f"{where} is a {kind} drive, where saves raise no file events" if kind in NO_EVENTS else ""
+
+
 class Watch:
     """The latest verdict of every selected check, updated task by task as files are saved."""
 
-    def __init__(self, impl: str, lessons: list[int], check_timeout: float | None, out: TextIO):
-        self.impl, self.lessons, self.check_timeout, self.out = impl, lessons, check_timeout, out
+    def __init__(self, impl: str, lessons: list[int], check_timeout: float | None, out: TextIO, poll: bool = False):
+        self.impl, self.lessons, self.check_timeout, self.out, self.poll = impl, lessons, check_timeout, out, poll
         self.pool = pool.Zygotes()
         self.results: Results | None = None
         self.stop_asked: list[int] = []  # the signals that asked to stop (see `stopping`)
@@ -131,8 +165,17 @@ class Watch:
     def run(self) -> int:
         folder = graded_folder(self.impl)
         self.say(f"Grading {self.impl}" + (f" lesson {', '.join(map(str, self.lessons))}" if self.lessons else ""))
+        why_poll = "asked for (--poll)" if self.poll else polling_reason(folder)
+        if why_poll:
+            self.say(f"Looking for saves every {POLL_MS / 1000:g} s: {why_poll}")
         saves = watchfiles.watch(
-            folder, watch_filter=watchfiles.PythonFilter(), step=STEP_MS, rust_timeout=IDLE_MS, yield_on_timeout=True
+            folder,
+            watch_filter=watchfiles.PythonFilter(),
+            step=STEP_MS,
+            rust_timeout=IDLE_MS,
+            yield_on_timeout=True,
+            force_polling=True if why_poll else None,  # None: watchfiles' own choice (it polls on WSL)
+            poll_delay_ms=POLL_MS,
         )
         next(saves)  # the watcher is in place from here on: a save made during the first grading is not missed
         try:
@@ -161,7 +204,11 @@ class Watch:
 
 
 def watch(
-    impl: str = "exercises", lessons: list[int] = (), check_timeout: float | None = None, out: TextIO = sys.stdout
+    impl: str = "exercises",
+    lessons: list[int] = (),
+    check_timeout: float | None = None,
+    out: TextIO = sys.stdout,
+    poll: bool = False,
 ) -> int:
     """Grade, then re-grade on every save until Ctrl-C; 0 when stopped, 2 if the grader cannot run at all."""
     if not graded_folder(impl).is_dir():
@@ -171,7 +218,7 @@ def watch(
         if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
             print(f"--lesson {number}: lesson {number} has no graded tasks", file=sys.stderr)
             return 2
-    state = Watch(impl, list(lessons), check_timeout, out)
+    state = Watch(impl, list(lessons), check_timeout, out, poll)
     with state.stopping():
         try:
             return state.run()

@@ -1,0 +1,39 @@
+"""`python -m autograder doctor`: the machine's problems named, with their fixes (`autograder/grading/doctor.py`)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+from autograder.grading import doctor, pool, watch
+
+from .conftest import REPO
+
+
+def test_doctor_finds_nothing_wrong_on_a_working_machine():
+    proc = subprocess.run([sys.executable, "-m", "autograder", "doctor"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "a worker starts and answers" in proc.stdout
+    assert "Nothing stops grading here." in proc.stdout
+
+
+def test_a_worker_that_cannot_start_is_a_problem_with_its_reason_and_a_fix(monkeypatch):
+    broken = [sys.executable, "-c", "import sys; sys.exit('ModuleNotFoundError: no module named autograder')"]
+    monkeypatch.setattr(pool, "python", lambda: broken)
+    monkeypatch.setattr(doctor, "CHECKS", (doctor.workers_start,))
+    out = io.StringIO()
+    assert doctor.main(out) == 1
+    text = out.getvalue()
+    assert "PROBLEM  a worker process could not run" in text
+    assert "no module named autograder" in text
+    assert "pip install -e ." in text
+
+
+def test_watch_polls_on_network_and_shared_drives(tmp_path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("/dev/sda1 / ext4 rw 0 0\nserver:/home /home nfs4 rw 0 0\nC:\\134 /mnt/c 9p rw 0 0\n")
+    assert watch.polling_reason(REPO, str(mounts)) == ""
+    assert "nfs4" in watch.polling_reason(tmp_path.__class__("/home/learner/course"), str(mounts))
+    assert "9p" in watch.polling_reason(tmp_path.__class__("/mnt/c/Users/me/course"), str(mounts))
+    assert watch.polling_reason(REPO, str(tmp_path / "no such file")) == ""
