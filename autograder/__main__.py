@@ -27,6 +27,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import EXERCISES
+from autograder.grading import options
 from autograder.grading.scorecard import grade_command, page_link
 
 
@@ -175,7 +176,7 @@ def _batch(args: argparse.Namespace) -> int:
             args.jobs,
             args.timeout,
             args.memory_limit,
-            args.test_timeout,
+            args.check_timeout,
             progress=not args.quiet,
             isolation=args.isolation,
         )
@@ -352,50 +353,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("grades.csv"), help="the CSV gradebook (default grades.csv)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     p.add_argument("--timeout", type=float, default=600, help="wall-time cap per submission, seconds (default 600)")
-    p.add_argument(
-        "--memory-limit",
-        type=int,
-        default=4096,
-        metavar="MB",
-        help="memory cap of each process that runs the submission's code, MB (default 4096; 0: none)",
-    )
-    p.add_argument("--test-timeout", type=float, default=10, help="time limit per check, seconds (default 10)")
-    p.add_argument(
-        "--isolation",
-        choices=("auto", "sandbox", "user", "processes"),
-        default="auto",
-        help="how the submission's code is shut in (default: the best this system allows)",
-    )
+    options.add(p.add_argument, options.MEMORY_LIMIT, options.CHECK_TIMEOUT_OPTION, options.ISOLATION)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_batch)
     p = commands.add_parser("grade", help="grade a folder with the one runner (what batch and Gradescope run)")
     p.add_argument("--impl", default="exercises", help="exercises (default), solutions, or a folder")
     p.add_argument("--lesson", action="append", type=int, default=[], metavar="N")
     p.add_argument("--task", action="append", default=[], metavar="L.N")
-    p.add_argument("--check-timeout", type=float, default=None, metavar="S")
-    p.add_argument("--memory-limit", type=int, default=None, metavar="MB")
     p.add_argument("--results-json", type=Path, help="Gradescope's results.json")
     p.add_argument("--results-file", type=Path, help="the grader's own results, saved after every check")
-    p.add_argument(
-        "--hide", action="append", default=[], metavar="PATH", help="a folder the learner's code must not see"
-    )
-    p.add_argument(
-        "--isolation",
-        choices=("auto", "sandbox", "user", "processes"),
-        default="auto",
-        help="how the submission's code is shut in (default: the best this system allows)",
-    )
+    options.add(p.add_argument, options.CHECK_TIMEOUT_OPTION, options.MEMORY_LIMIT, options.ISOLATION, options.HIDE)
     p.set_defaults(run=_grade)
     p = commands.add_parser("watch", help="grade, then re-grade each file you save (Ctrl-C to stop)")
     _add_lesson_option(p)
     p.add_argument("--impl", default="exercises", help="the folder to watch: exercises (default), or a folder")
-    p.add_argument(
-        "--check-timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="time limit of each call into your code, seconds (default: the grader's)",
-    )
+    options.add(p.add_argument, options.CHECK_TIMEOUT_OPTION)
     p.add_argument(
         "--poll", action="store_true", help="look at the files every half second (for drives that raise no file events)"
     )

@@ -506,7 +506,7 @@ def _apply(folder: Path, edits: dict) -> None:
 
 
 def batch(
-    submissions: Path, out: Path, *extra: str, test_timeout: float = 5, timeout: float = 300
+    submissions: Path, out: Path, *extra: str, check_timeout: float = 5, timeout: float = 300
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
         [
@@ -519,8 +519,8 @@ def batch(
             str(out),
             "--jobs",
             "2",
-            "--test-timeout",
-            str(test_timeout),
+            "--check-timeout",
+            str(check_timeout),
             "--timeout",
             str(timeout),
             "--quiet",
@@ -670,7 +670,7 @@ def test_a_slow_honest_submission_keeps_the_checks_it_finished(tmp_path):
         },
     )
     out = tmp_path / "grades.csv"
-    proc = batch(submissions, out, test_timeout=10, timeout=8)
+    proc = batch(submissions, out, check_timeout=10, timeout=8)
     assert proc.returncode == 0, proc.stderr
     with open(out, newline="") as f:
         (row,) = list(csv.DictReader(f))

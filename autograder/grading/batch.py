@@ -107,7 +107,7 @@ def grade_one(
     folder: Path,
     results_dir: Path,
     timeout: float,
-    test_timeout: float,
+    check_timeout: float,
     memory_mb: int,
     hidden: list[Path],
     isolation: str = "auto",
@@ -133,7 +133,7 @@ def grade_one(
             "--results-json",
             str(gradescope),
             "--check-timeout",
-            str(test_timeout),
+            str(check_timeout),
             "--memory-limit",
             str(memory_mb),
             "--isolation",
@@ -282,7 +282,7 @@ def batch(
     jobs: int,
     timeout: float,
     memory_mb: int,
-    test_timeout: float,
+    check_timeout: float,
     progress: bool = True,
     isolation: str = "auto",
 ) -> list[Outcome]:
@@ -305,7 +305,7 @@ def batch(
             writer.writeheader()
             f.flush()
         futures = [
-            pool.submit(grade_one, folder, results_dir, timeout, test_timeout, memory_mb, hidden, isolation)
+            pool.submit(grade_one, folder, results_dir, timeout, check_timeout, memory_mb, hidden, isolation)
             for folder in todo
         ]
         bar = _progress(len(folders), len(done), progress)

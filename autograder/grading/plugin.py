@@ -48,12 +48,12 @@ from autograder.course.regions import (
     owners_of,
     tasks_of_scope,
 )
-from autograder.grading import caches, drawing, isolation, pool, scorecard
-from autograder.grading.limits import CHECK_TIMEOUT, KILL_GRACE, MEMORY_LIMIT_MB
+from autograder.grading import caches, drawing, isolation, options, pool, scorecard
+from autograder.grading.limits import KILL_GRACE
 from autograder.grading.results import Results, TestResult
 from autograder.kit.checks import CheckFailed, GraphsDiffer, WaitsFor
 from autograder.worker.scenario import SCENARIO_FLAG
-from autograder.worker.wire import LEVELS, to_plain
+from autograder.worker.wire import to_plain
 
 MAX_SOURCE = 1_000_000  # bytes of one learner file
 GRADER = pytest.StashKey["Grader"]()
@@ -84,39 +84,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--show-code", action="store_true", help="show pytest's tracebacks, test code included (hidden by default)"
     )
-    group.addoption(
-        "--check-timeout",
-        type=float,
-        default=CHECK_TIMEOUT,
-        metavar="S",
-        help=f"time limit of each call into your code, seconds (default {CHECK_TIMEOUT:g})",
-    )
-    group.addoption(
-        "--memory-limit",
-        type=int,
-        default=MEMORY_LIMIT_MB,
-        metavar="MB",
-        help=f"memory cap of each worker process (default {MEMORY_LIMIT_MB} MB; 0: none)",
-    )
-    group.addoption(
-        "--isolation",
-        choices=("auto", *LEVELS),
-        default="auto",
-        help="how the learner's code is shut in (default: the best this system allows)",
-    )
-    group.addoption(
-        "--workers",
-        choices=("auto", "fork", "spawn"),
-        default="auto",
-        help="how workers start: fork from a warm process (Linux: the default), or spawn fresh ones "
-        "(macOS and Windows: the default)",
-    )
-    group.addoption(
-        "--hide",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="a folder the learner's code must not see (repeatable; the grader's own are always hidden)",
+    options.add(
+        group.addoption,
+        options.CHECK_TIMEOUT_OPTION,
+        options.MEMORY_LIMIT,
+        options.ISOLATION,
+        options.WORKERS,
+        options.HIDE,
     )
     group.addoption(
         "--draw",
