@@ -11,6 +11,7 @@
                                     exercises/) and its graded hints, collapsed
   `<!-- course: hints L.N -->`      the hints alone
   `<!-- course: lessons -->`        the table of lessons and tasks (home page)
+  `<!-- course: lecture N -->`      the chapters of the lecture that lesson N follows, linked
   `<!-- course: scorecard -->`      what `pytest autograder` prints on a fresh clone
   `<!-- course: scorecard-failure -->` the scorecard of a run with a deliberate bug
 
@@ -171,12 +172,18 @@ class GraderRun:
 _runs: dict[str, GraderRun] = {}
 
 
+def nav_title(lesson) -> str:
+    """A lesson's title in the navigation: `N · title`, marked when all its tasks are bonus tasks."""
+    return f"{lesson.number} · {lesson.title}" + (" (bonus)" if lesson.bonus else "")
+
+
 def _check_nav(config) -> None:
-    """The nav must list index.md, then every lesson in order, titled `N · title` as in the registry.
+    """The nav must list index.md, then every lesson in order, titled `N · title` as in the registry,
+    with ` (bonus)` after the title of a bonus lesson.
 
     Pages that are not lessons (the recap) may follow the last lesson.
     """
-    want = [("Home", "index.md")] + [(f"{x.number} · {x.title}", f"{x.slug}.md") for x in registry.LESSONS]
+    want = [("Home", "index.md")] + [(nav_title(x), f"{x.slug}.md") for x in registry.LESSONS]
     have = [next(iter(item.items())) if isinstance(item, dict) else (None, item) for item in config["nav"] or []]
     if have[: len(want)] != want:
         pairs = zip(have + [None] * len(want), want, strict=False)
@@ -314,8 +321,10 @@ def _hints(task_id: str, open_: bool = False) -> str:
         pad = "    " * (n - 1)
         opened = "+" if open_ and n == 1 else ""
         out.append(f'{pad}???{opened} tip "Hint {n} of {count} for task {task.id}"\n\n{pad}    {md_text(hint)}\n')
-    out.append(f"{'    ' * count}The grader gives the same hints, one level at a time: "
-               f"`python -m autograder hint {task.id}`.\n")
+    out.append(
+        f"{'    ' * count}The grader gives the same hints, one level at a time: "
+        f"`python -m autograder hint {task.id}`.\n"
+    )
     return "\n".join(out)
 
 
@@ -401,7 +410,25 @@ def _output_block(text: str, title: str) -> str:
     return f'```text title="{title}"\n{text.rstrip()}\n```\n'
 
 
+def _lecture(number: int) -> str:
+    """The box that links the lecture's chapters a lesson follows (pagekit.CHAPTERS)."""
+    import pagekit
+
+    items = "".join(
+        f"    * [{mark}]({pagekit.lecture_link(mark)}) {what}\n" for mark, what in pagekit.CHAPTERS.get(number, [])
+    )
+    if not items:
+        raise LookupError(f"pagekit.CHAPTERS has no chapter for lesson {number}")
+    return (
+        '!!! info "In the lecture"\n\n'
+        f"    This lesson follows Andrej Karpathy's lecture [{pagekit.LECTURE_TITLE}]({pagekit.LECTURE})"
+        " on YouTube; each link starts the video at its chapter:\n\n" + items
+    )
+
+
 def expand(name: str, arg: str | None) -> str:
+    if name == "lecture":
+        return _lecture(int(arg))
     if name == "your-turn":
         return _your_turn(int(arg))
     if name == "task":
@@ -525,12 +552,73 @@ def _inline_pieces(tex: str) -> list[str]:
     return [*pieces, tex[start:]]
 
 
+# Where a display formula may start a new line: between the equations of a list (`\qquad`, `\quad`,
+# or `,\;` after a comma), each kept whole when it fits; then, inside an equation, after a relation.
+EQUATION_GAP = re.compile(r"\\qquad|\\quad|(?<=,)\s*\\;")
+RELATION = re.compile(r"(=|\\approx|\\(?:long)?(?:right|left)arrow|\\to|\\(?:le|ge|ne)q?)(?![a-zA-Z])")
+GAPS = {"\\qquad": "bp-gap2", "\\quad": "bp-gap1"}  # course.css widths of the space between two equations
+
+
+def _top_level(tex: str, pattern: re.Pattern, after: bool) -> list[tuple[str, str]]:
+    """Split `tex` where `pattern` matches outside braces, \\left...\\right and environments.
+
+    Returns (piece, separator) pairs; with `after` the match stays at the end of its piece
+    (a relation), otherwise it is the separator (a gap) and leaves the piece.
+    """
+    pieces, depth, start, i = [], 0, 0, 0
+    while i < len(tex):
+        for word, step in (("\\left", 1), ("\\right", -1), ("\\begin", 1), ("\\end", -1)):
+            if tex.startswith(word, i) and not tex[i + len(word) : i + len(word) + 1].isalpha():
+                depth += step
+                i += len(word)
+                break
+        else:
+            if tex[i] == "\\" and i + 1 < len(tex) and tex[i + 1] in OPENING + CLOSING_TEX:
+                i += 2
+                continue
+            match = pattern.match(tex, i) if depth == 0 else None
+            if match and tex[start:i].strip() and tex[match.end() :].strip():
+                end = match.end() if after else i
+                pieces.append((tex[start:end], "" if after else match[0].strip()))
+                start = i = match.end()
+                continue
+            depth += (tex[i] in OPENING) - (tex[i] in CLOSING_TEX)
+            i += 1
+    return [*pieces, (tex[start:], "")]
+
+
+def _display(tex: str, where: str) -> str:
+    """A display formula as a centred paragraph of pieces that wraps to the column.
+
+    Chromium never breaks a line inside one <math>, and a phone's column is narrower than
+    many display formulas: so each equation of a list is a box of its own (kept whole when it
+    fits on the line), and an equation wider than the column breaks after a relation. Each
+    piece is typeset in display style. What cannot be broken (an aligned table, a long
+    fraction) scrolls inside its box, which course.css shades on the side that has more.
+    """
+    if "\\begin" in tex and not EQUATION_GAP.search(tex):
+        return f'<div class="bp-math">{_convert(tex, "block", where)}</div>'
+    out = []
+    for equation, gap in _top_level(tex, EQUATION_GAP, after=False):
+        pieces = [p.strip() for p, _ in _top_level(equation.strip(), RELATION, after=True)]
+        maths = []
+        for n, piece in enumerate(pieces):
+            mathml = _convert(piece, "block", where).replace('display="block"', 'displaystyle="true"', 1)
+            if n < len(pieces) - 1:  # the relation that ends a piece still sits between two terms
+                mathml = re.sub(r"<mo>([^<]*)</mo>((?:</mrow>)*</math>)$", r'<mo form="infix">\1</mo>\2', mathml)
+            maths.append(mathml)
+        out.append(f'<span class="bp-eq">{"<wbr>".join(maths)}</span>')
+        if gap:
+            out.append(f'<span class="{GAPS.get(gap, "bp-gap0")}"> </span>')
+    return f'<div class="bp-math">{"".join(out)}</div>'
+
+
 def _mathml(match: re.Match, where: str) -> str:
     block = match["block"] is not None
     tex = html.unescape(match["block"] if block else match["inline"]).strip()
     if block:  # limits under lim, sum, ... as TeX does in display math
         tex = re.sub(r"\\(lim|sum|prod|max|min)(?!\\limits)(?=\s*_)", r"\\\1\\limits", tex)
-        return f'<div class="bp-math">{_convert(tex, "block", where)}</div>'
+        return _display(tex, where)
     pieces = _inline_pieces(tex) if len(tex) > LONG_INLINE else [tex]
     if len(pieces) == 1:
         return _convert(tex, "inline", where)

@@ -12,8 +12,10 @@ code from `solutions/` and call `show(...)` to put a figure on the page:
 - `show(figure)` saves a matplotlib figure as SVG.
 
 Either way the SVG is inlined into the page, stripped of its own background,
-with its black ink replaced by `currentColor` so that it follows the light or
-dark colour scheme, and with ids of its own. `course.css` scales every figure
+with its black ink replaced by `currentColor` and its series colours by CSS
+variables, so that it follows the light or dark colour scheme, and with ids of
+its own; its accessible description says what it shows (`describe_graph`,
+`describe_plot`). `course.css` scales every figure
 down to the column; `course.js` makes every `.bp-figure` zoom on click.
 """
 
@@ -23,7 +25,6 @@ import hashlib
 import html
 import io
 import re
-import shutil
 import sys
 
 import matplotlib
@@ -38,7 +39,8 @@ INK = "#010101"  # matplotlib draws text, axes and ticks in this colour; it beco
 GRID = "#020202"  # grid lines, also currentColor (their opacity is kept)
 PAPER = "#fefefe"  # legend boxes: the page's background colour
 
-# Colours that read on both the light and the dark background.
+# The series colours C0..C5. In the SVG each becomes `var(--bp-cN)`, which course.css sets per colour
+# scheme: darker shades on the light background, lighter ones on the dark, each at least 4.5:1.
 PALETTE = ["#2f7fd8", "#e8702a", "#1fa67a", "#d9455f", "#8e5cd9", "#b58900"]
 
 plt.rcParams.update(
@@ -138,6 +140,8 @@ def _figure_svg(fig) -> str:
     for colour in (INK, GRID):
         svg = svg.replace(colour, "currentColor")
     svg = svg.replace(PAPER, "var(--md-default-bg-color)")
+    for n, colour in enumerate(PALETTE):
+        svg = svg.replace(colour, f"var(--bp-c{n})")
     return _clean_svg(svg)
 
 
@@ -150,12 +154,166 @@ def svg_of(thing) -> tuple[str, str]:
     raise TypeError(f"show() draws a graphviz.Digraph or a matplotlib figure, not {type(thing).__name__}")
 
 
+NODE = re.compile(r'^\s*(?P<name>"[^"]*"|[^\s\[]+)\s*\[(?P<attrs>.*)\]\s*$')
+EDGE = re.compile(r'^\s*(?P<tail>"[^"]*"|\S+)\s*->\s*(?P<head>"[^"]*"|[^\s\[]+)')
+LABEL = re.compile(r'\blabel="((?:[^"\\]|\\.)*)"')
+
+
+def describe_graph(digraph) -> str:
+    """What a computation graph shows, in words: each value with its data and grad, and what made it.
+
+    Read from the DOT source that draw_dot made (a record `label | data | grad` per Value, a small
+    node per operation with an edge into its result), leaves first.
+    """
+    labels, edges = {}, []
+    for line in digraph.body:
+        if edge := EDGE.match(line):
+            edges.append((edge["tail"].strip('"'), edge["head"].strip('"')))
+        elif (node := NODE.match(line)) and (label := LABEL.search(node["attrs"])):
+            labels[node["name"].strip('"')] = label[1].replace('\\"', '"')
+    values = {name: text for name, text in labels.items() if "|" in text}
+    into = {}  # a node -> the nodes with an edge into it
+    for tail, head in edges:
+        into.setdefault(head, []).append(tail)
+
+    def fields(name):
+        parts = [part.strip() for part in values[name].strip("{} ").split("|")]
+        return (parts + ["", "", ""])[:3] if len(parts) <= 3 else [values[name], "", ""]
+
+    def called(name):
+        return fields(name)[0] or "an unlabelled value"
+
+    order, seen = [], set()
+
+    def visit(name):  # children before the value they make (an explicit stack: graphs can be deep)
+        stack = [(name, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+            elif node not in seen:
+                seen.add(node)
+                stack.append((node, True))
+                for op in into.get(node, []):
+                    stack.extend((child, False) for child in reversed(into.get(op, [])) if child in values)
+
+    for name in values:
+        visit(name)
+    parts = []
+    for name in order:
+        label, data, grad = fields(name)
+        ops = [op for op in into.get(name, []) if op not in values]
+        made = ""
+        if ops:
+            op = labels.get(ops[0], "?")
+            children = [called(child) for child in into.get(ops[0], []) if child in values]
+            made = f" = {f' {op} '.join(children)}" if len(children) > 1 else f" = {op}({', '.join(children)})"
+        parts.append(f"{label or 'unlabelled'}{made}: {', '.join(x for x in (data, grad) if x)}")
+    return f"Computation graph of {len(values)} values. " + "; ".join(parts) + "."
+
+
+def describe_plot(fig) -> str:
+    """What a matplotlib figure shows, in words: per axes its labels, and where each line or set of points lies."""
+
+    def num(x):
+        return f"{x:.3g}"
+
+    out = []
+    for ax in fig.axes:
+        what = [
+            x
+            for x in (
+                ax.get_title(),
+                ax.get_xlabel() and f"x: {ax.get_xlabel()}",
+                ax.get_ylabel() and f"y: {ax.get_ylabel()}",
+            )
+            if x
+        ]
+        for line in ax.get_lines():
+            xs, ys = line.get_xdata(), line.get_ydata()
+            name = line.get_label()
+            if len(xs) < 2 or name.startswith("_"):
+                continue
+            low, high = min(range(len(ys)), key=lambda i: ys[i]), max(range(len(ys)), key=lambda i: ys[i])
+            what.append(
+                f"{name}: from ({num(xs[0])}, {num(ys[0])}) to ({num(xs[-1])}, {num(ys[-1])}), "
+                f"lowest {num(ys[low])} at x = {num(xs[low])}, highest {num(ys[high])} at x = {num(xs[high])}"
+            )
+        for points in ax.collections:
+            offsets = points.get_offsets()
+            if len(offsets) and not points.get_label().startswith("_"):
+                what.append(f"{points.get_label()}: {len(offsets)} points")
+        if what:
+            out.append("; ".join(what))
+    return "Plot. " + ". ".join(out) + "." if out else "Plot."
+
+
 def show(thing, caption: str = "", alt: str = "") -> None:
-    """Print the figure as HTML (the block needs `html="true"`): an inline SVG that zooms on click."""
+    """Print the figure as HTML (the block needs `html="true"`): an inline SVG that zooms on click.
+
+    Its accessible description says what it shows (`alt`, then what `describe_graph` or
+    `describe_plot` reads from it), not its caption a second time: the caption is read as well.
+    """
+    described = (
+        describe_graph(thing) if hasattr(thing, "source") else describe_plot(thing) if hasattr(thing, "savefig") else ""
+    )
     svg, kind = svg_of(thing)
-    label = html.escape(alt or caption or ("computation graph" if kind == "graph" else "plot"), quote=True)
+    label = html.escape(" ".join(x for x in (alt, described) if x), quote=True)
     svg = svg.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
     cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
     # markdown-exec collects what the block prints through the `print` it puts in the block's globals.
     emit = sys._getframe(1).f_globals.get("print", print)
-    emit(f'<figure class="bp-figure bp-{kind}" tabindex="0" title="Click to zoom">{svg}{cap}</figure>')
+    emit(f'<figure class="bp-figure bp-{kind}" tabindex="0" title="Show at full size">{svg}{cap}</figure>')
+
+
+# ---------------------------------------------------------------- the lecture this course follows
+
+LECTURE = "https://www.youtube.com/watch?v=VMj-3S1tku0"
+LECTURE_TITLE = "The spelled-out intro to neural networks and backpropagation: building micrograd"
+
+# lesson number -> the lecture's chapters on its subject: (start, what the chapter covers). The times
+# up to 2:14:03 are the chapter marks of the video's description; 2:16:46 (the walk through micrograd's
+# code) and 2:21:10 (PyTorch's own tanh backward) are where those parts begin.
+CHAPTERS = {
+    0: [("0:00:25", "what micrograd is and does")],
+    1: [
+        ("0:08:08", "the derivative of a function of one input"),
+        ("0:14:12", "derivatives of a function of several inputs"),
+    ],
+    2: [("0:19:09", "the Value object and how to draw its graph")],
+    3: [("0:19:09", "the same chapter: drawing the graph")],
+    4: [("0:32:10", "backpropagation by hand on a small expression"), ("0:51:10", "a first optimisation step")],
+    5: [("0:52:52", "backpropagation by hand through a neuron"), ("1:09:02", "a backward function for each operation")],
+    6: [("1:17:32", "a backward function for the whole graph")],
+    7: [("1:22:28", "the bug when a node is used more than once")],
+    8: [("1:27:05", "tanh broken into smaller operations, and more operations")],
+    9: [
+        ("1:39:31", "the same computation in PyTorch"),
+        ("2:21:10", "PyTorch's own tanh backward, and how to add an operation to PyTorch"),
+    ],
+    10: [
+        ("1:43:55", "a neural-net library: Neuron, Layer, MLP"),
+        ("2:16:46", "the walk through micrograd's code: its Module class and zero_grad"),
+    ],
+    11: [
+        ("1:51:04", "a tiny data set and a loss"),
+        ("1:57:56", "collecting the parameters"),
+        ("2:01:12", "gradient descent by hand, then a training loop"),
+    ],
+    12: [
+        (
+            "2:16:46",
+            "the walk through micrograd's code, ending with its demo: a moons classifier with a "
+            "max-margin loss, L2 regularisation and a decaying learning rate",
+        )
+    ],
+    13: [
+        ("2:14:03", "the summary of the lecture"),
+        ("2:21:10", "PyTorch's own tanh backward, deep in its CPU and GPU kernels"),
+    ],
+}
+
+
+def lecture_link(mark: str) -> str:
+    hours, minutes, secs = (int(part) for part in mark.split(":"))
+    return f"{LECTURE}&t={3600 * hours + 60 * minutes + secs}s"

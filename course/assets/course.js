@@ -1,17 +1,34 @@
-// The course's own script: click (or Enter) on a figure to see it large; click or Escape to close.
+// The course's own script: click or tap (or Enter) on a figure to see it at full size; again, or Escape, to close.
 (function () {
+  const touch = window.matchMedia("(hover: none) and (pointer: coarse)");
+
+  // The copy in the dialog is drawn at the figure's natural size at least (course.css): on a
+  // phone that is wider than the screen, and the dialog scrolls.
   function zoom(figure) {
     const dialog = document.createElement("dialog");
     dialog.className = "bp-zoom";
-    dialog.setAttribute("aria-label", "Zoomed figure (click or press Escape to close)");
+    const verb = touch.matches ? "tap" : "click";
+    dialog.setAttribute("aria-label", `Figure at full size (${verb} or press Escape to close)`);
+    const close = document.createElement("button");
+    close.className = "bp-zoom-close";
+    close.type = "button";
+    close.textContent = "Close";
+    dialog.appendChild(close);
     const copy = figure.cloneNode(true);
     copy.removeAttribute("tabindex");
     copy.removeAttribute("title");
+    const svg = figure.querySelector(":scope > svg");
+    if (svg && svg.width && svg.width.baseVal && svg.height.baseVal.value) {
+      const width = svg.width.baseVal.value, height = svg.height.baseVal.value;
+      copy.style.setProperty("--bp-w", `${width}px`);
+      copy.style.setProperty("--bp-ratio", String(width / height));
+    }
     dialog.appendChild(copy);
     dialog.addEventListener("click", () => dialog.close());
     dialog.addEventListener("close", () => dialog.remove());
     document.body.appendChild(dialog);
     dialog.showModal();
+    close.focus();
   }
 
   // A figure wider than its column is drawn smaller: say under it that a click shows it full size.
