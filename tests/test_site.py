@@ -361,12 +361,19 @@ def server(built_site):
 class Visit:
     """One browser context that records every request, console error and page error."""
 
-    def __init__(self, browser, base: str, color_scheme: str = "light", viewport: tuple[int, int] = (1280, 900)):
+    def __init__(
+        self,
+        browser,
+        base: str,
+        color_scheme: str = "light",
+        viewport: tuple[int, int] = (1280, 900),
+        touch: bool = False,
+    ):
         self.base = base
         self.outside: list[str] = []
         self.errors: list[str] = []
         self.context = browser.new_context(
-            viewport={"width": viewport[0], "height": viewport[1]}, color_scheme=color_scheme
+            viewport={"width": viewport[0], "height": viewport[1]}, color_scheme=color_scheme, has_touch=touch
         )
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
@@ -462,8 +469,11 @@ def test_home_page_lists_every_lesson(visit):
     nav = page.eval_on_selector_all(
         ".md-nav--primary > .md-nav__list > .md-nav__item > a", "els => els.map(e => e.textContent.trim())"
     )
-    lessons = [f"{lesson.number} · {lesson.title}" for lesson in registry.LESSONS]
+    lessons = [
+        f"{lesson.number} · {lesson.title}" + (" (bonus)" if lesson.bonus else "") for lesson in registry.LESSONS
+    ]
     assert nav[1 : len(lessons) + 1] == lessons, nav
+    assert any(lesson.bonus for lesson in registry.LESSONS), "no bonus lesson to mark in the navigation"
     assert not visit.errors and not visit.outside
 
 
@@ -576,50 +586,229 @@ def test_neuron_playground_moves_with_its_sliders(visit):
     assert not visit.outside
 
 
-# ---------------------------------------------------------------- fit: a desktop and a phone
+# ---------------------------------------------------------------- layout and contrast: phone and desktop, both schemes
 
-SCREENS = {"desktop": (1280, 800), "phone": (390, 844)}
+SCREENS = {"phone": (390, 844), "desktop": (1280, 800)}
+SCHEMES = ("light", "dark")
+AA = 4.5  # WCAG AA contrast for text
 
-# What sticks out sideways: the page itself, and any figure (an SVG or image that is not part of
-# another SVG) whose box leaves the text column. Figures inside a closed <details> or an unselected
-# tab have no box and pass.
-FIT = """() => {
-  const page = document.scrollingElement;
-  const column = document.querySelector("article").getBoundingClientRect();
-  const out = [...document.querySelectorAll("article svg, article img")]
-    .filter(e => !e.parentElement.closest("svg"))
-    .map(e => [e, e.getBoundingClientRect()])
-    .filter(([, box]) => box.width > 0 && (box.right > column.right + 0.5 || box.left < column.left - 0.5))
-    .map(([e, box]) => `${e.tagName} in ${e.parentElement.className || e.parentElement.tagName}: `
-                       + `${Math.round(box.left)}..${Math.round(box.right)} px`);
-  return {scroll: page.scrollWidth, width: page.clientWidth, column: [column.left, column.right], out};
+# Measures one page as it is shown. Returns a list of problems, each a string:
+# - the page scrolls sideways, or a figure leaves the text column;
+# - a formula (any <math>) is cut: outside the column with nothing to scroll it into view, or inside a
+#   scroll box it cannot be scrolled to, or in a box that scrolls without the shade that says so;
+# - a text colour below 4.5:1 on what is behind it: the neuron playground's grads, the graphs' op
+#   outlines and node text, the "output" label, lesson 12's points on their region;
+# - on a desktop, a graph drawn below 0.7 of its size (pagekit keeps them readable).
+LAYOUT = r"""(aa) => {
+  const problems = [];
+  const root = document.scrollingElement;
+  if (root.scrollWidth > root.clientWidth)
+    problems.push(`the page is ${root.scrollWidth} px wide on ${root.clientWidth}`);
+  const article = document.querySelector("article");
+  const column = article.getBoundingClientRect();
+  const name = (e) =>
+    (e.getAttribute("alttext") || e.className.baseVal || e.className || e.tagName).toString().slice(0, 60);
+
+  for (const e of article.querySelectorAll("svg, img")) {
+    if (e.parentElement.closest("svg")) continue;
+    const box = e.getBoundingClientRect();
+    if (box.width > 0 && (box.right > column.right + 0.5 || box.left < column.left - 0.5))
+      problems.push(`figure ${name(e.parentElement)} at ${Math.round(box.left)}..${Math.round(box.right)}
+          , column ${column.left}..${column.right}`);
+  }
+
+  // colours: parse, composite, measure
+  const rgba = (text) => {
+    const m = text.match(/rgba?\(([^)]+)\)/);
+    if (!m) return null;
+    const [r, g, b, a] = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+    return [r, g, b, a === undefined || Number.isNaN(a) ? 1 : a];
+  };
+  const over = (top, under) => top.slice(0, 3).map((c, i) => c * top[3] + under[i] * (1 - top[3])).concat(1);
+  const luminance = (c) => {
+    const [r, g, b] = c.slice(0, 3).map((v) => {
+      v /= 255;
+      return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => { const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p)
+      ; return (x + 0.05) / (y + 0.05); };
+  const background = (e) => {  // the colour behind an element: its ancestors' backgrounds, over white
+    const layers = [];
+    for (let n = e; n && n.nodeType === 1; n = n.parentElement) {
+      const c = rgba(getComputedStyle(n).backgroundColor);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] === 1) break; }
+    }
+    return layers.reverse().reduce((under, c) => over(c, under), [255, 255, 255, 1]);
+  };
+  const paint = (e, property) => {  // an SVG element's fill or stroke, with its opacity
+    const style = getComputedStyle(e);
+    const c = rgba(style[property]);
+    if (!c) return null;
+    c[3] *= Number(style[property + "Opacity"]) * Number(style.opacity);
+    return c;
+  };
+  const check = (what, fg, bg) => {
+    if (!fg || !bg) return problems.push(`${what}: no colour to measure`);
+    const r = ratio(over(fg, bg), bg);
+    if (r < aa) problems.push(`${what}: contrast ${r.toFixed(2)} < ${aa}`);
+  };
+
+  // formulas: visible, or in a box that scrolls to them and shows that it does
+  for (const m of article.querySelectorAll("math")) {
+    if (m.parentElement.closest("math")) continue;
+    const contents = document.createRange();
+    contents.selectNodeContents(m);  // not the <math> box: a display formula's box is the column's width
+    const box = contents.getBoundingClientRect();
+    if (!box.width) continue;  // in a closed <details> or an unselected tab
+    let scroller = m.parentElement;
+    while (scroller !== article && getComputedStyle(scroller).overflowX === "visible")
+      scroller = scroller.parentElement;
+    if (scroller === article) {
+      if (box.right > column.right + 1 || box.left < column.left - 1) problems.push(`formula cut: ${name(m)}`);
+      continue;
+    }
+    const s = scroller.getBoundingClientRect(), style = getComputedStyle(scroller);
+    const left = s.left - scroller.scrollLeft, right = left + scroller.scrollWidth;
+    if (box.left < left - 1 || box.right > right + 1)
+      problems.push(`formula out of reach of its scroll box: ${name(m)}`);
+    if (style.overflowY === "hidden" && (box.top < s.top - 1 || box.bottom > s.bottom + 1))
+        problems.push(`formula cut at top or bottom: ${name(m)}`);
+    if (scroller.scrollWidth > scroller.clientWidth + 1) {
+      const shaded = style.backgroundImage.includes("radial-gradient") && style.backgroundAttachment.includes("local");
+      if (!["auto", "scroll"].includes(style.overflowX) || !shaded)
+          problems.push(`formula scrolls without showing it: ${name(m)}`);
+    }
+  }
+
+  // the neuron playground's grads on their record
+  for (const grad of document.querySelectorAll(".bp-neuron .bp-np-grad")) {
+    const record = grad.closest("g").querySelector(".bp-neuron-record");
+    check(`playground grad ${grad.textContent} (${grad.dataset.sign})`, paint(grad, "fill")
+        , over(paint(record, "fill"), background(record.closest("svg"))));
+  }
+  for (const op of document.querySelectorAll(".bp-neuron .bp-neuron-op"))
+      check("playground op outline", paint(op, "stroke"), background(op.closest("svg")));
+  // the graphs' op outlines on the page, and each node's text on its shape
+  for (const node of article.querySelectorAll(".bp-graph svg g.node")) {
+    const page = background(node.closest("figure"));
+    const shape = node.querySelector("ellipse, polygon");
+    if (!shape) continue;
+    if (shape.tagName === "ellipse") check(`op outline ${node.textContent.trim()}`, paint(shape, "stroke"), page);
+    const behind = over(paint(shape, "fill") || [0, 0, 0, 0], page);
+    for (const text of node.querySelectorAll("text")) check(`graph text ${text.textContent}`
+        , paint(text, "fill"), behind);
+  }
+  // the label under a block's output
+  for (const block of article.querySelectorAll(".language-python.highlight + .language-text.highlight")) {
+    const label = getComputedStyle(block, "::after");
+    if (label.content === "none") continue;
+    const code = block.querySelector("pre > code");
+    check("output label", rgba(label.color), background(code));
+    const [lineHeight, fontSize] = [parseFloat(label.lineHeight) || 0, parseFloat(label.fontSize)];
+    const labelTop = block.getBoundingClientRect().bottom - parseFloat(label.bottom)
+      - (Math.max(lineHeight, fontSize) + fontSize) / 2;  // the top of its letters
+    const range = document.createRange();
+    range.selectNodeContents(code);
+    const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+    if (rects.length && Math.max(...rects.map((r) => r.bottom)) > labelTop + 1)
+        problems.push("the output label covers the output");
+  }
+  // lesson 12's points on the region around them
+  for (const svg of article.querySelectorAll(".bp-plot svg")) {
+    if (!svg.querySelector('[id*="QuadContourSet"]')) continue;
+    const page = background(svg.closest("figure"));
+    svg.scrollIntoView({block: "center"});
+    for (const point of svg.querySelectorAll('[id*="PathCollection"] use')) {
+      const p = point.getBoundingClientRect();
+      const x = p.left + p.width / 2, y = p.top + p.height / 2;
+      if (x < 0 || y < 0 || x > innerWidth || y > innerHeight) continue;
+      const region = document.elementsFromPoint(x, y)
+        .find((e) => e.closest('[id*="QuadContourSet"]') && e.tagName === "path");
+      if (region) check("a point on its region", paint(point, "fill"), over(paint(region, "fill"), page));
+    }
+  }
+  return problems;
 }"""
 
 
-@pytest.fixture(scope="module", params=list(SCREENS), ids=list(SCREENS))
-def screen(request, chromium, server):
-    v = Visit(chromium, server, viewport=SCREENS[request.param])
-    yield request.param, v
-    v.close()
+def zoom_check(page, touch: bool) -> list[str]:
+    """Zoom the page's most shrunken figure: the copy must be larger than the column (at its natural size at
+    least, in a dialog that scrolls), and the captions say tap or click as the device does."""
+    figures = page.locator("article .bp-figure")
+    if not figures.count():
+        return []
+    scales = page.eval_on_selector_all(
+        "article .bp-figure > svg",
+        "els => els.map(e => e.getBoundingClientRect().width / (e.width.baseVal.value || 1))",
+    )
+    problems = []
+    verb, other = ("tap", "click") if touch else ("click", "tap")
+    notes = page.eval_on_selector_all(
+        "article .bp-figure.bp-scaled figcaption", "els => els.map(e => getComputedStyle(e, '::after').content)"
+    )
+    if any(verb not in note or other in note for note in notes):
+        problems.append(f"captions say {notes}, not '{verb}'")
+    index = min(range(len(scales)), key=scales.__getitem__)
+    figure = figures.nth(index)
+    figure.scroll_into_view_if_needed()
+    natural = page.evaluate("e => e.querySelector(':scope > svg').width.baseVal.value", figure.element_handle())
+    column = page.evaluate("() => document.querySelector('article').getBoundingClientRect().width")
+    shown = figure.evaluate("e => e.querySelector(':scope > svg').getBoundingClientRect().width")
+    figure.click()
+    zoomed = page.locator("dialog.bp-zoom[open] .bp-figure > svg")
+    zoomed.wait_for(state="visible", timeout=3000)
+    width = zoomed.evaluate("e => e.getBoundingClientRect().width")
+    dialog = page.eval_on_selector(
+        "dialog.bp-zoom",
+        "d => [d.scrollWidth, d.clientWidth, getComputedStyle(d).overflowX, d.getAttribute('aria-label')]",
+    )
+    if width < natural - 1:
+        problems.append(f"zoomed figure {width:.0f} px, below its natural {natural:.0f} px")
+    if scales[index] < 0.99 and width <= column:  # a figure shrunk to the column
+        problems.append(f"zoomed figure {width:.0f} px is not larger than the column ({column:.0f} px)")
+    if width < 1.5 * shown:
+        problems.append(f"zoomed figure {width:.0f} px is hardly larger than on the page ({shown:.0f} px)")
+    if dialog[0] > dialog[1] and dialog[2] not in ("auto", "scroll"):
+        problems.append("the zoom dialog is wider than the screen and does not scroll")
+    if verb not in dialog[3]:
+        problems.append(f"the zoom dialog says {dialog[3]!r}")
+    page.keyboard.press("Escape")
+    page.locator("dialog.bp-zoom").wait_for(state="detached", timeout=3000)
+    return problems
 
 
-@pytest.mark.parametrize("path", all_pages(), ids=lambda path: path.strip("/") or "home")
-def test_page_fits_the_screen(screen, path):
-    """No sideways scrolling, and every figure inside the text column, on a 1280 px desktop and a 390 px phone."""
-    name, visit = screen
-    page = visit.open(path)
-    page.wait_for_timeout(50)  # the neuron playground picks its layout after load
-    fit = page.evaluate(FIT)
-    assert fit["scroll"] <= fit["width"], f"{name}: the page is {fit['scroll']} px wide on a {fit['width']} px screen"
-    assert not fit["out"], f"{name}: figures outside the column {fit['column']}: {fit['out']}"
-    if name == "desktop":
-        # a graph is scaled to the column; pagekit lays it out so that its text stays readable
-        scales = page.eval_on_selector_all(
-            "article .bp-graph > svg", "els => els.map(e => e.getBoundingClientRect().width / e.width.baseVal.value)"
-        )
-        assert all(scale >= 0.7 for scale in scales), f"graphs drawn too small to read: {scales}"
-    assert not visit.errors, visit.errors
-    assert not visit.outside
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_every_page_fits_reads_and_zooms(chromium, server, screen, scheme):
+    """On every page, on a 390 px phone (touch) and a 1280 px desktop, light and dark: no sideways scrolling,
+    no figure outside the column, no formula cut (what scrolls is shaded), text contrast of at least 4.5:1,
+    and a zoomed figure larger than the column."""
+    width, height = SCREENS[screen]
+    visit = Visit(chromium, server, color_scheme=scheme, viewport=(width, height), touch=screen == "phone")
+    problems = {}
+    try:
+        for path in all_pages():
+            page = visit.open(path)
+            page.wait_for_timeout(50)  # the neuron playground picks its layout after load
+            found = page.evaluate(LAYOUT, AA)
+            if screen == "desktop":
+                scales = page.eval_on_selector_all(
+                    "article .bp-graph > svg",
+                    "els => els.map(e => e.getBoundingClientRect().width / e.width.baseVal.value)",
+                )
+                found += [f"graph drawn at {scale:.2f} of its size" for scale in scales if scale < 0.7]
+            found += zoom_check(page, touch=screen == "phone")
+            if found:  # each problem once, with how often it occurs
+                problems[path or "home"] = [
+                    f"{x} (×{found.count(x)})" if found.count(x) > 1 else x for x in dict.fromkeys(found)
+                ]
+        assert not problems, f"{screen}, {scheme}:\n" + "\n".join(f"{p}: {x}" for p, x in problems.items())
+        assert not visit.errors, visit.errors
+        assert not visit.outside
+    finally:
+        visit.close()
 
 
 def test_aligned_equations_line_up(visit):
