@@ -264,8 +264,8 @@ for _f in _gc.get_objects():
                 )
             ]
         },
-        {"2.2": "failed"},
-        "",
+        {"2.2": "error"},  # a forged frame carries no request's id: it is no answer at all
+        "not an answer",
         verdict_attack=True,
     ),
     Bad(

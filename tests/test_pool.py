@@ -40,7 +40,7 @@ send({"pid": os.getpid(), "group": False})
 read()
 send({"ready": True})
 if how == "answers nobody's question":
-    send({"id": 0, "ok": "made up"})
+    send({"id": 7, "ok": "made up"})
 if how == "dies idle":
     sys.exit(0)
 request = read()
@@ -133,6 +133,15 @@ def test_an_answer_nobody_asked_for_is_refused(how):
     with pytest.raises(pool.WorkerGone, match="not an answer") as caught:
         ask(worker)
     assert type(caught.value) is pool.WorkerGone
+    assert worker.dead and process.poll() is not None
+
+
+@pytest.mark.parametrize("how", ["answers nobody's question", "answers with another id"])
+def test_garbage_from_a_worker_that_may_have_run_ahead_goes_to_a_fresh_worker(how):
+    """Learner code may have written it during a planned call this run never makes: not charged here."""
+    worker, process = stand_in(how, planned=3)
+    with pytest.raises(pool.Diverged):
+        ask(worker)
     assert worker.dead and process.poll() is not None
 
 

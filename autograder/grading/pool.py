@@ -152,8 +152,9 @@ class Worker:
         if self.dead:
             raise Diverged("had ended before this call")
         self.come_up()
-        self._check_idle()
-        n, self.calls = self.calls, self.calls + 1
+        n = self.calls
+        self._check_idle(ahead=n < self.planned)
+        self.calls += 1
         may_run_ahead = n + 1 < self.planned  # a failure now may belong to a call nobody asked for yet
         try:
             self.sock.settimeout(limit)
@@ -164,7 +165,7 @@ class Worker:
         answer = self._read(time.monotonic() + limit, limit, may_run_ahead)
         if type(answer) is not dict or answer.get("id") != n:
             self.kill()
-            raise WorkerGone("sent something that is not an answer (an answer nobody asked for)")
+            raise (Diverged if may_run_ahead else WorkerGone)(_NOT_AN_ANSWER)
         if answer.get("diverged") is True and n < self.planned:
             self.kill()
             raise Diverged("had run planned calls that this run did not make")
@@ -207,8 +208,12 @@ class Worker:
         self.ready = True
         self._close_log()
 
-    def _check_idle(self) -> None:
-        """Before a request: a worker that ended while idle never started it; bytes waiting are nobody's answer."""
+    def _check_idle(self, ahead: bool) -> None:
+        """Before a request: a worker that ended while idle never started it; bytes waiting are nobody's answer.
+
+        Bytes written while the worker ran planned calls `ahead` may come from a call this run never makes:
+        then a fresh worker, with no plan, decides.
+        """
         if not select.select([self.sock], [], [], IDLE_EOF_GRACE)[0]:
             return
         try:
@@ -221,7 +226,7 @@ class Worker:
         self.kill()
         if not data:
             raise Diverged("had ended before this call")
-        raise WorkerGone("sent something that is not an answer (an answer nobody asked for)")
+        raise (Diverged if ahead else WorkerGone)(_NOT_AN_ANSWER)
 
     def _read(self, deadline: float, limit: float, may_run_ahead: bool) -> object:
         """The answer to the request just sent, by `deadline`; past it, ask where the worker is, then kill it."""
@@ -321,6 +326,7 @@ class Worker:
 
 
 _ENDED = "ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)"
+_NOT_AN_ANSWER = "sent something that is not an answer (an answer nobody asked for)"
 
 
 def _why(exc: BaseException) -> str:
