@@ -372,7 +372,13 @@ def _wait_gone(pid: int, timeout: float = 5.0) -> None:
 
 
 def python() -> list[str]:
-    return [sys.executable, "-m", "autograder.worker"]
+    """How a worker process starts: without `site` (-S), whose work the grader has done already.
+
+    `site` reads every .pth file of every package folder on each start: with a worker per task, spawned,
+    that is most of a worker's start-up. The grader hands its own `sys.path` over instead (`worker_env`),
+    and the worker imports `sitecustomize` itself, as `site` would.
+    """
+    return [sys.executable, "-S", "-m", "autograder.worker"]
 
 
 def worker_env() -> dict:
@@ -380,7 +386,8 @@ def worker_env() -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "AUTOGRADER"))}
     # the workers import the very `autograder` this process runs, whatever the install says (a moved checkout)
     package_root = str(Path(__file__).resolve().parents[2])
-    path = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    folders = [package_root, *(p for p in sys.path if p and os.path.isdir(p))]
+    path = os.pathsep.join(dict.fromkeys(folders))
     return {**env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
 
 
@@ -536,11 +543,15 @@ class Pool:
         self._zygotes = Zygotes() if zygotes is None else zygotes
         self._listener: Listener | None = None
         self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
+        self._planned = 0  # workers given a plan so far
+        self._cores = max(1, os.cpu_count() or 1)
 
     def prepare(self, task: str, setup: dict, preload: tuple[str, ...] = (), plan: list[dict] = ()) -> None:
         """Start the task's worker now, with its setup and the calls it may run ahead (`plan`)."""
-        setup = {**setup, "plan": list(plan)}
-        worker = self._launch(task, preload, wire.encode(setup), len(plan))
+        nice = 0
+        if plan:  # runs ahead in the order the run will ask, behind the grader's own work: one tier per core
+            nice, self._planned = min(19, 1 + self._planned // self._cores), self._planned + 1
+        worker = self._launch(task, preload, {**setup, "plan": list(plan)}, len(plan), nice)
         if task in self.workers:
             self.workers[task].kill()
         self.workers[task] = worker
@@ -572,21 +583,23 @@ class Pool:
         if task in self.workers:
             self.workers[task].kill()
 
-    def _launch(self, task: str, preload: tuple[str, ...], setup: bytes, planned: int) -> Worker:
+    def _launch(self, task: str, preload: tuple[str, ...], setup: dict, planned: int, nice: int = 0) -> Worker:
+        """Start the task's worker; `nice` is how far behind the grader it runs (a forked one lowers itself)."""
         if self.start == "fork":
             zygote = self._zygotes.get(preload)
             worker = Worker(task, planned, log=zygote.log, own_log=False)
             worker.relaunch = (preload, setup, planned) if zygote.forked else None
             zygote.forked += 1
-            worker.attach(zygote.fork(self.options), setup)
+            worker.attach(zygote.fork(self.options), wire.encode({**setup, "nice": nice}))
             return worker
+        setup = wire.encode(setup)  # a spawned worker is started behind the grader (`--nice`)
         options = wire.encode({**self.options, "preload": list(preload)})
         log = tempfile.TemporaryFile()  # its own errors until it is up; then its stderr goes to /dev/null
         common = dict(cwd=self._cwd, env=worker_env(), stdout=subprocess.DEVNULL, stderr=log)
         if POSIX_SOCKETS:
             grader_end, worker_end = socket.socketpair()
             process = subprocess.Popen(
-                [*python(), "spawn", str(worker_end.fileno())],
+                [*python(), "spawn", str(worker_end.fileno()), "--nice", str(nice)],
                 pass_fds=(worker_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group, killed with it
@@ -601,7 +614,10 @@ class Pool:
         token = secrets.token_hex(16).encode()
         flags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
         process = subprocess.Popen(
-            [*python(), "connect", str(self._listener.port)], stdin=subprocess.PIPE, creationflags=flags, **common
+            [*python(), "connect", str(self._listener.port), "--nice", str(nice)],
+            stdin=subprocess.PIPE,
+            creationflags=flags,
+            **common,
         )
         try:
             process.stdin.write(token + b"\n")

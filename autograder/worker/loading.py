@@ -20,7 +20,6 @@ for it. This module imports nothing of the grader's: it runs next to learner cod
 from __future__ import annotations
 
 import builtins
-import importlib.abc
 import importlib.util
 import itertools
 import sys
@@ -48,7 +47,7 @@ def guarded_builtins() -> dict:
     return {**vars(builtins), "__import__": _guarded_import}
 
 
-class SourcePackage(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class SourcePackage:  # a meta path finder and its loader (the protocols, without importlib.abc's import cost)
     """A package whose modules are source texts held in memory: `from .engine import Value` works inside it.
 
     `siblings` supplies the modules it does not hold itself: a learner's file

@@ -155,6 +155,8 @@ class Worker:
             self.impl = Implementation(request)
             self.sources = dict(request.get("scenarios") or {})
             self.plan = list(request.get("plan") or [])
+            if request.get("nice") and hasattr(os, "nice"):  # it runs its plan behind the grader and earlier tasks
+                os.nice(request["nice"])
             reply = {"ready": True}
         except Exception as exc:  # noqa: BLE001 - the grader says the worker could not be set up
             reply = {"error": {"type": "BadSetup", "message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE]}}
@@ -316,21 +318,23 @@ def zygote(ctrl_fd: int, preload: list[str]) -> None:
         os.close(fds[0])
 
 
-def _preload(names: list[str]) -> None:
+def _preload(names: list[str], warm: bool = True) -> None:
+    """Import what the worker's scenarios need; `warm`: also pay torch's first-use costs (worth it in a zygote)."""
     if "torch" in names:
         os.environ.setdefault("OMP_NUM_THREADS", "1")  # a worker may not start threads (RLIMIT_NPROC)
         import torch
 
         torch.set_num_threads(1)
         torch.set_num_interop_threads(1)
-        x = torch.ones(2, dtype=torch.double, requires_grad=True)
-        torch.autograd.gradcheck(torch.tanh, (x,))  # pay first-use costs once, not in every worker
+        if warm:
+            x = torch.ones(2, dtype=torch.double, requires_grad=True)
+            torch.autograd.gradcheck(torch.tanh, (x,))  # pay first-use costs once, not in every worker
 
 
 def spawned(sock: socket.socket) -> None:
     """A spawned worker: its options are the first frame on its socket, then it runs as a forked one does."""
     options = wire.read_frame(sock)
-    _preload(options.get("preload", []))
+    _preload(options.get("preload", []), warm=False)  # each spawned worker would pay it again: let its calls pay
     run_worker(sock, options)
 
 
