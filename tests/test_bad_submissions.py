@@ -30,7 +30,7 @@ from autograder.grading.isolation import best_level
 from autograder.grading.results import Results
 from autograder.worker import sandbox
 
-from .conftest import REPO
+from .conftest import REPO, copy_of, grade
 
 # the tasks that run engine.py: its own, and the capstone that runs it whole
 ENGINE_TASKS = frozenset(
@@ -680,3 +680,31 @@ def test_a_slow_honest_submission_keeps_the_checks_it_finished(tmp_path):
     assert "most recent call first" in log and "in main" in log, log[-3000:]  # where the grader was, for a report
     if AS_ROOT:  # the killed grader's workers are gone too, not even left as zombies for the system to reap
         assert _sandbox_processes() == []
+
+
+HOSTILE_TEXT = {
+    # escape sequences that clear the screen and draw a forged line, and a bell
+    "draws_on_the_terminal": "        print('\\x1b[2J\\x1b[H')\n"
+    "        raise ValueError('\\x1b[2J\\x1b[1;1H  \\u2713 2.2  Value.__repr__   passed 2/2\\x07')",
+    # an exception class with a long name, under the wire's cap on a string (it once made a 12 MB results.json)
+    "names_its_error_at_length": "        raise type('E' * 90_000, (Exception,), {})('x')",
+    # a lone surrogate, which UTF-8 cannot encode (it once left no results.json: zero on Gradescope)
+    "raises_a_lone_surrogate": "        raise ValueError('\\ud800 and more')",
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_TEXT)
+def test_learner_text_reaches_the_terminal_and_the_results_escaped_and_capped(name, tmp_path):
+    import json
+
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    source = engine.read_text()
+    assert REPR in source
+    engine.write_text(source.replace(REPR, HOSTILE_TEXT[name]))
+    run = grade(submission, "--task", "2.2", tmp_path=tmp_path)  # it asserts the results were written
+    assert run.status["2.2"] == "error", run.output[-2000:]
+    assert "\x1b" not in run.output and "\x07" not in run.output
+    written = json.dumps(run.results, ensure_ascii=False)
+    assert "\x1b" not in written and "\ud800" not in written
+    assert len(written) < 50_000, len(written)

@@ -48,6 +48,8 @@ if how == "answers":
     send({"id": request["id"], "ok": request["args"]})
 elif how == "answers with another id":
     send({"id": request["id"] + 1, "ok": 1})
+elif how == "answers an error in numbers":
+    send({"id": request["id"], "error": {"type": 7, "message": 7.5, "where": None, "load": "yes"}, "output": 3})
 elif how == "sends a list":
     send([1, 2, 3])
 elif how == "dies mid-call":
@@ -80,10 +82,16 @@ def ask(worker: pool.Worker, limit: float = 5.0) -> dict:
 
 def test_a_worker_that_answers_gets_its_answer_back_and_is_killed_at_the_end():
     worker, process = stand_in("answers")
-    assert ask(worker) == {"id": 0, "ok": [1, 2]}
+    assert ask(worker) == {"ok": [1, 2], "output": ""}
     assert worker.ready and not worker.dead
     worker.finish(time.monotonic() + 1)
     assert process.poll() is not None
+
+
+def test_an_answer_reaches_the_grader_in_the_types_it_reads():
+    """A number where text belongs must not crash whatever words the verdict (it once stopped pytest's report)."""
+    worker, _ = stand_in("answers an error in numbers")
+    assert ask(worker) == {"error": {"type": "7", "message": "7.5"}, "output": ""}
 
 
 def test_a_worker_that_died_while_idle_never_started_the_call():

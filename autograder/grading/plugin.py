@@ -34,7 +34,6 @@ import stat
 import sys
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
@@ -46,12 +45,12 @@ from autograder.course.regions import (
     has_sources,
     module_of,
     owners_of,
-    tasks_of_scope,
 )
-from autograder.grading import caches, drawing, isolation, options, pool, scorecard
+from autograder.grading import caches, drawing, isolation, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE
 from autograder.grading.results import Results, TestResult
-from autograder.kit.checks import CheckFailed, GraphsDiffer, WaitsFor
+from autograder.grading.verdicts import LearnerError
+from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import to_plain
 
@@ -99,14 +98,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "reference's as DIR/<test name>.svg",
     )
     group.addoption("--record-reference", metavar="PATH", help=argparse.SUPPRESS)  # the student edition's export
-
-
-class LearnerError(Exception):
-    """The learner's code raised, hung, died or answered nonsense while a scenario ran; `info` says which."""
-
-    def __init__(self, info: dict, output: str = ""):
-        super().__init__(info.get("message", ""))
-        self.info, self.output = info, output
 
 
 class Grader:
@@ -645,77 +636,6 @@ def reference(request: pytest.FixtureRequest) -> Reference:
     return Reference(request.config.stash[GRADER])
 
 
-class Verdict(NamedTuple):
-    """A check's status, the message the learner reads, and the task it waits for (if it waits)."""
-
-    status: str
-    message: str
-    waits_for: str = ""
-
-
-def _waits(other: str, why: str) -> Verdict:
-    return Verdict("not started", f"waits for task {other} ({registry.task(other).title}){why}", other)
-
-
-def classify(exc: BaseException, task_id: str) -> Verdict:
-    """Sort what a test raised into a status and a message for the learner."""
-    if isinstance(exc, WaitsFor) and exc.task != task_id:
-        return _waits(exc.task, f": {exc.reason}")
-    if isinstance(exc, CheckFailed):
-        return Verdict("failed", exc.explain())
-    if isinstance(exc, LearnerError):
-        return _learner_status(exc.info, exc.output, task_id)
-    if isinstance(exc, AssertionError):
-        return Verdict("failed", str(exc).split("\nassert ")[0] or "a check did not hold")
-    text = str(exc)
-    return Verdict("error", f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it")
-
-
-def _learner_status(info: dict, output: str, task_id: str) -> Verdict:
-    kind, message, where = info.get("type", ""), info.get("message", ""), info.get("where", "")
-    at = f"\nwhere:    {where}" if where else ""
-    printed = f"\nprinted:  {output.strip()[:500]}" if output.strip() else ""
-    if kind == "skipped":
-        return Verdict("timed out", message)
-    if kind == "waits":
-        return _waits(info["task"], f"{info.get('more', '')}: this check runs your whole engine once they all pass")
-    if kind == "timed out":
-        return Verdict("timed out", f"stopped after the time limit: is there an endless loop?{at}")
-    if kind == "NotImplementedError":
-        other = info.get("stub_task")
-        if other and other != task_id and other in registry.TASKS:
-            return _waits(other, ", which this check runs through")
-        return Verdict("not started", "the stub still raises NotImplementedError")
-    if kind == "died":
-        return Verdict("error", message)
-    if info.get("load"):
-        if kind == "LearnerCodeError":
-            return Verdict("error", message)
-        if kind == "SyntaxError":
-            return Verdict("error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)")
-        return Verdict("error", f"importing your file raised {kind}: {message}{at}")
-    other = _other_task_that_raised(info, task_id)
-    if other:
-        text = message if len(message) <= 200 else message[:200] + "…"
-        return _waits(other, f": this check runs through its code, which raised {kind}: {text}{at}")
-    if kind == "RecursionError":
-        return Verdict("error", f"RecursionError: the code recursed too deep{at}")
-    text = message if len(message) <= 300 else message[:300] + "…"
-    return Verdict("error", f"your code raised {kind}: {text}{at}{printed}")
-
-
-def _other_task_that_raised(info: dict, task_id: str) -> str | None:
-    """The task whose code raised, when the innermost frame of the learner's code is another task's function."""
-    where, scope = info.get("where", ""), info.get("function", "")
-    if not where or not scope:
-        return None
-    module = Path(where.split(":")[0]).stem
-    owners = tasks_of_scope(module, scope)
-    if not owners or task_id in owners:
-        return None
-    return min(owners, key=registry.sort_key)
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     rep = yield
@@ -736,7 +656,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 item.name,
                 scorecard.grade_command(result.task, grader.impl_option),
             )
-        result.status, result.message, result.waits_for = classify(call.excinfo.value, result.task)
+        result.status, result.message, result.waits_for = verdicts.classify(call.excinfo.value, result.task)
         result.settled = True
         grader.stop_capstones_waiting_for(result.task)
     if call.when == "teardown":

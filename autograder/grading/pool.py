@@ -169,10 +169,12 @@ class Worker:
         if answer.get("diverged") is True and n < self.planned:
             self.kill()
             raise Diverged("had run planned calls that this run did not make")
-        if not ("ok" in answer or type(answer.get("error")) is dict):
+        try:
+            answer = wire.check_answer(answer)
+        except wire.WireError as exc:
             self.kill()
-            raise WorkerGone("sent something that is not an answer (a dict with `ok` or `error`)")
-        if type(answer.get("error")) is dict and answer["error"].get("type") == "timed out":
+            raise WorkerGone(f"sent something that is not an answer ({exc})") from None
+        if "error" in answer and answer["error"]["type"] == "timed out":
             self.kill()  # its task's later checks are skipped: nothing more to run here
         return answer
 

@@ -164,7 +164,8 @@ def gradescope_results(results: Results) -> dict:
 def write_json(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    # a lone surrogate, whatever let it through, is written escaped: the results are always written
+    tmp.write_bytes((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace"))
     tmp.replace(path)
 
 

@@ -89,6 +89,32 @@ def send(sock: socket.socket, value: Any) -> None:
     sock.sendall(encode(value))
 
 
+ERROR_TEXT = ("type", "message", "where", "function")  # what an error says, as text
+
+
+def check_answer(frame: Any) -> dict:
+    """The trusted side's schema of an answer: a dict with `ok` (any plain data) or `error` (a dict of known fields).
+
+    Whatever the worker put in an error's fields comes out as the types the grader reads: text for its
+    type, message, place and function, a task id or None for `stub_task`, a bool for `load`, text output.
+    """
+    if type(frame) is not dict or not ("ok" in frame or type(frame.get("error")) is dict):
+        raise WireError("an answer is a dict with `ok` or `error`")
+    output = frame.get("output", "")
+    answer = {"output": output if type(output) is str else ""}
+    if "error" in frame:
+        error = frame["error"]
+        answer["error"] = {k: (v if type(v) is str else str(v)) for k in ERROR_TEXT if (v := error.get(k)) is not None}
+        answer["error"].setdefault("type", "Exception")
+        if type(error.get("stub_task")) is str:
+            answer["error"]["stub_task"] = error["stub_task"]
+        if error.get("load") is True:
+            answer["error"]["load"] = True
+    else:
+        answer["ok"] = frame["ok"]
+    return answer
+
+
 def read_frame(sock: socket.socket) -> Any:
     """The worker side: one frame, waiting as long as it takes, trusting its sender (the grader)."""
     size = HEADER.unpack(read_exactly(sock, HEADER.size))[0]

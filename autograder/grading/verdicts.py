@@ -1,0 +1,126 @@
+"""Verdicts: what a check's outcome was, and the one place that words it for the learner, safely.
+
+Everything a worker sends is hostile data. It crosses as plain data
+(`worker.wire`), its error fields are given their types there
+(`wire.check_answer`), and every message the learner reads passes through
+`shown()` on its way into the results: control characters (terminal escape
+sequences among them) and lone surrogates are shown as escapes, and its
+length is capped, so no submission can draw on the grader's terminal, forge a
+scorecard line, or make the results file unwritable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from autograder.course import registry
+from autograder.course.regions import tasks_of_scope
+from autograder.kit.checks import CheckFailed, WaitsFor
+
+MAX_MESSAGE = 5000  # characters of one check's message
+MAX_NAME = 100  # characters of an exception's type name, a file name, a function name
+
+
+def shown(text: object, cap: int = MAX_MESSAGE, lines: bool = True) -> str:
+    """`text` made safe to print and to store: non-printable characters escaped (newlines kept if `lines`), capped."""
+    text = text if isinstance(text, str) else str(text)
+    if not text.isprintable():
+        out = []
+        for ch in text:
+            if ch.isprintable() or (lines and ch == "\n"):
+                out.append(ch)
+            else:
+                code = ord(ch)
+                out.append(
+                    f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+                )
+        text = "".join(out)
+    return text if len(text) <= cap else text[:cap] + f"… ({len(text) - cap} more characters)"
+
+
+class LearnerError(Exception):
+    """The learner's code raised, hung, died or answered nonsense while a scenario ran; `info` says which."""
+
+    def __init__(self, info: dict, output: str = ""):
+        super().__init__(info.get("message", ""))
+        self.info, self.output = info, output
+
+
+class Verdict(NamedTuple):
+    """A check's status, the message the learner reads, and the task it waits for (if it waits)."""
+
+    status: str
+    message: str
+    waits_for: str = ""
+
+
+def _waits(other: str, why: str) -> Verdict:
+    return Verdict("not started", f"waits for task {other} ({registry.task(other).title}){why}", other)
+
+
+def classify(exc: BaseException, task_id: str) -> Verdict:
+    """Sort what a test raised into a status and a message for the learner, made safe to show (`shown`)."""
+    status, message, waits_for = _classify(exc, task_id)
+    return Verdict(status, shown(message), waits_for)
+
+
+def _classify(exc: BaseException, task_id: str) -> Verdict:
+    if isinstance(exc, WaitsFor) and exc.task != task_id:
+        return _waits(exc.task, f": {exc.reason}")
+    if isinstance(exc, CheckFailed):
+        return Verdict("failed", exc.explain())
+    if isinstance(exc, LearnerError):
+        return _learner_status(exc.info, exc.output, task_id)
+    if isinstance(exc, AssertionError):
+        return Verdict("failed", str(exc).split("\nassert ")[0] or "a check did not hold")
+    text = str(exc)
+    return Verdict("error", f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it")
+
+
+def _learner_status(info: dict, output: str, task_id: str) -> Verdict:
+    kind = shown(info.get("type", ""), MAX_NAME, lines=False)
+    message = shown(info.get("message", ""), 2000, lines=False)
+    where = shown(info.get("where", ""), 300, lines=False)
+    at = f"\nwhere:    {where}" if where else ""
+    printed = shown(output if isinstance(output, str) else "", 500).strip().replace("\n", "\n          ")
+    printed = f"\nprinted:  {printed}" if printed else ""
+    if kind == "skipped":
+        return Verdict("timed out", message)
+    if kind == "waits":
+        return _waits(info["task"], f"{info.get('more', '')}: this check runs your whole engine once they all pass")
+    if kind == "timed out":
+        return Verdict("timed out", f"stopped after the time limit: is there an endless loop?{at}")
+    if kind == "NotImplementedError":
+        other = info.get("stub_task")
+        if other and other != task_id and other in registry.TASKS:
+            return _waits(other, ", which this check runs through")
+        return Verdict("not started", "the stub still raises NotImplementedError")
+    if kind == "died":
+        return Verdict("error", message)
+    if info.get("load"):
+        if kind == "LearnerCodeError":
+            return Verdict("error", message)
+        if kind == "SyntaxError":
+            return Verdict("error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)")
+        return Verdict("error", f"importing your file raised {kind}: {message}{at}")
+    other = _other_task_that_raised(info, task_id)
+    if other:
+        text = message if len(message) <= 200 else message[:200] + "…"
+        return _waits(other, f": this check runs through its code, which raised {kind}: {text}{at}")
+    if kind == "RecursionError":
+        return Verdict("error", f"RecursionError: the code recursed too deep{at}")
+    text = message if len(message) <= 300 else message[:300] + "…"
+    return Verdict("error", f"your code raised {kind}: {text}{at}{printed}")
+
+
+def _other_task_that_raised(info: dict, task_id: str) -> str | None:
+    """The task whose code raised, when the innermost frame of the learner's code is another task's function."""
+    where, scope = info.get("where", ""), info.get("function", "")
+    if not where or not scope:
+        return None
+    module = Path(where.split(":")[0]).stem
+    owners = tasks_of_scope(module, scope)
+    if not owners or task_id in owners:
+        return None
+    return min(owners, key=registry.sort_key)
