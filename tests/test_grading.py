@@ -307,3 +307,41 @@ def test_a_change_to_the_kit_recomputes_the_reference_answers(tmp_path, referenc
         answers.parent.mkdir(parents=True, exist_ok=True)
         answers.write_text(known)
     assert set(fresh.status.values()) == {"passed"}, fresh.output[-3000:]
+
+
+def test_cache_files_that_others_could_write_are_not_read(tmp_path, reference_run):
+    """A worker of another user could have written such a file: its answers are never used."""
+    import json
+
+    from autograder.grading import caches
+
+    answers = caches.ROOT / caches.fingerprint() / "answers.json"
+    known = answers.read_text()
+    answers.write_text(json.dumps({key: "stale" for key in json.loads(known)}))
+    try:
+        answers.chmod(0o644)
+        assert set(grade("solutions", "--task", "8.1", tmp_path=tmp_path).status.values()) != {"passed"}
+        answers.chmod(0o666)
+        run = grade("solutions", "--task", "8.1", tmp_path=tmp_path)
+    finally:
+        answers.write_text(known)
+        answers.chmod(0o644)
+    assert set(run.status.values()) == {"passed"}, run.output[-3000:]
+
+
+def test_a_run_whose_grading_tests_changed_under_it_is_void(tmp_path):
+    """At `processes` a submission may write the grader's own files: a run that finds them changed counts nothing."""
+    import json
+
+    submission = copy_of("solutions", tmp_path)
+    target = REPO / "autograder" / "lessons" / "test_02_value.py"
+    original = target.read_text()
+    derivatives = submission / "derivatives.py"
+    code = f"open({str(target)!r}, 'a').write('# changed by a submission\\n')"
+    derivatives.write_text(derivatives.read_text() + "\n" + code + "\n")  # when the file loads
+    try:
+        run = grade(submission, "--lesson", "1", "--isolation", "processes", tmp_path=tmp_path)
+    finally:
+        target.write_text(original)
+    assert set(run.status.values()) == {"error"}, run.output[-3000:]
+    assert "results are void" in json.dumps(run.results), run.output[-3000:]

@@ -11,7 +11,10 @@ PyTorch versions. Change any of them and the next run starts from nothing.
 
 Learner code must not be able to write what a verdict depends on: at the
 `processes` level it runs as the grader's own user, so there nothing is read
-from or written to disk (a warm process, watch mode, still keeps its memory).
+from or written to disk (a warm process, watch mode, still keeps its memory),
+and after such a run as root the cache is deleted (its workers were root
+too). A file is read only if it belongs to this process's user and nobody
+else may write it or its folders: a worker of another user could not have.
 A course's site build keeps its own cache (`course/_build/buildcache.py`).
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from functools import cache
@@ -50,6 +54,15 @@ def fingerprint(sources: tuple[Path, ...] = SOURCES) -> str:
     return digest.hexdigest()[:24]
 
 
+def _ours_alone(path: Path) -> bool:
+    """Whether `path` belongs to this process's user and nobody else may write it (no worker of another user could)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return not hasattr(os, "geteuid") or (info.st_uid == os.geteuid() and not info.st_mode & 0o022)
+
+
 class GradingCache:
     """The call plans and reference answers of this course's current fingerprint, for one isolation level."""
 
@@ -62,14 +75,19 @@ class GradingCache:
         key = (self.folder.name, what)
         if key not in _MEMORY:
             _MEMORY[key] = {}
-            if self.on_disk:
+            path = self.folder / f"{what}.json"
+            if self.on_disk and all(map(_ours_alone, (path, self.folder, self.folder.parent))):
                 try:
-                    path = self.folder / f"{what}.json"
                     if path.stat().st_size < MAX_FILE:
                         _MEMORY[key].update(json.loads(path.read_text()))
                 except (OSError, ValueError):
                     pass
         return _MEMORY[key]
+
+    def forget_if_workers_could_write(self) -> None:
+        """After a `processes` run as root, whose workers were root too: nothing they may have written is kept."""
+        if not self.on_disk and hasattr(os, "geteuid") and os.geteuid() == 0:
+            shutil.rmtree(self.folder.parent, ignore_errors=True)
 
     def save(self, what: str) -> None:
         """Write `what` for the next run (where safe), and drop every other fingerprint's folder: it is stale."""

@@ -129,6 +129,7 @@ class Grader:
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
         self.new_answers = False
         self.cache = caches.GradingCache(self.level)
+        self.lesson_digest: str | None = None  # the grading tests as they were before any learner code ran
 
     def known_answers(self) -> dict:
         """The reference's answers computed so far, for this reference (read from disk where that is safe)."""
@@ -252,7 +253,26 @@ class Grader:
         if self.zygotes is None:
             self.zygotes, self.own_zygotes = pool.Zygotes(), True
         if not self.config.option.collectonly:
+            self.load_trusted_inputs()
             self.start_workers()
+
+    def load_trusted_inputs(self) -> None:
+        """Read everything a verdict depends on before any learner code runs (which, at `processes`, could write it).
+
+        The reference is imported (the judgements compute expected values with it), and the sources sent to
+        workers are read once, here: a worker that rewrites a file of the grader's later changes nothing the
+        run uses. The grading tests themselves are imported by pytest as it collects them; `lessons_changed`
+        looks at them again at the end.
+        """
+        if has_sources():
+            for path in sorted(SOLUTIONS.glob("*.py")):
+                importlib.import_module(f"solutions.{path.stem}")
+        for task_id in filter(self.selects, registry.TASKS):
+            if has_sources() and not registry.task(task_id).runs_whole:
+                reference_without(task_id)
+            for name in lesson_modules(task_id):
+                scenario_source(name)
+        self.lesson_digest = lessons_digest()
 
     def stop_workers(self) -> None:
         if self.workers:
@@ -536,6 +556,14 @@ def answer_key(fn, args: tuple, kwargs: dict) -> str:
     return key if len(key) <= 4000 else hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
+def lessons_digest() -> str:
+    """A digest of the grading tests and the judgement kit, to tell whether they changed during a run."""
+    digest = hashlib.sha256()
+    for path in sorted([*LESSONS.glob("*.py"), *(LESSONS.parent / "kit").glob("*.py")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 @cache
 def recorded_answers() -> dict:
     try:
@@ -689,8 +717,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Every worker is killed, and gone, before anything is written."""
     grader = session.config.stash[GRADER]
     grader.stop_workers()
+    if grader.lesson_digest and lessons_digest() != grader.lesson_digest:  # learner code (`processes`) wrote them
+        for result in grader.results.tests:
+            result.status, result.settled = "error", True
+            result.message = "the grader's own files changed while your code ran: this run's results are void"
+        grader.new_answers = False
+        grader.asked.clear()
     grader.save_answers()
     grader.save_plans()
+    grader.cache.forget_if_workers_could_write()
     grader.results.complete = True
     if grader.recording is not None:
         Path(session.config.getoption("record_reference")).write_text(

@@ -61,6 +61,9 @@ def scorecard(
         out.append(f"{'Bonus':<62}{sum(t.earned for t in bonus_tasks):>4}/{sum(t.points for t in bonus_tasks):<3}")
     if isolation:
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
+        if isolation != "sandbox":  # what this level cannot promise (the README's isolation table)
+            out.append("This is feedback: at this level your code could change files of the grader's, so the")
+            out.append("grade that counts comes from a sandboxed run (Gradescope, or a batch run as root).")
     out.append("")
     # a bonus task comes next only once every graded task passes
     todo = next((t for t in graded_tasks if t.status != "passed"), None) or next(
