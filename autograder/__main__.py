@@ -105,10 +105,29 @@ def _hint(args: argparse.Namespace) -> int:
     return 0
 
 
+INSTRUCTOR_EXTRA = 'pip install -e ".[instructor]"'
+
+
+def _missing_instructor_packages(command: str, *modules: str) -> bool:
+    """Say so when a package of the instructors' extra is not installed (a learner's install has none of them)."""
+    import importlib.util
+
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"`python -m autograder {command}` needs {' and '.join(missing)}, which the learner's install leaves out; "
+            f"install the instructors' extra: {INSTRUCTOR_EXTRA}",
+            file=sys.stderr,
+        )
+    return bool(missing)
+
+
 def _nbgrader_extensions(args: argparse.Namespace) -> int:
     from autograder.jupyter import set_nbgrader_extensions
 
     enabled = args.state == "on"
+    if enabled and _missing_instructor_packages("nbgrader-extensions on", "nbgrader"):
+        return 1
     try:
         written = set_nbgrader_extensions(enabled, user=args.user)
     except OSError as exc:
@@ -154,6 +173,8 @@ def _notebooks(args: argparse.Namespace) -> int:
 def _nbgrader(args: argparse.Namespace) -> int:
     from autograder.export import notebooks
 
+    if _missing_instructor_packages("nbgrader", "nbgrader"):
+        return 1
     written, kept = notebooks.write_nbgrader_course(args.out, args.lesson or None, force=args.force)
     for path in written:
         print(f"wrote {path}")
@@ -169,6 +190,8 @@ def _nbgrader(args: argparse.Namespace) -> int:
 def _batch(args: argparse.Namespace) -> int:
     from autograder.grading import batch
 
+    if _missing_instructor_packages("batch", "tqdm"):
+        return 1
     try:
         outcomes = batch.batch(
             args.submissions,

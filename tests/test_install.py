@@ -1,0 +1,138 @@
+"""The installs of README.md's Quick start: what each kind of user gets, and torch's CPU build on Linux.
+
+- The learner's install (pyproject's base dependencies) brings every package that the learner's side
+  imports: the grader, the reference, the Jupyter side, the site's build hooks and the pages' blocks.
+- Instructor-only packages (nbgrader, the batch grader's progress bar) are in the `instructor` extra, not in
+  the learner's install, and a command that needs one says which extra to install instead of a traceback.
+- The maintainers' `test` extra includes the instructors' extra.
+- The README's Linux install line and pyproject's `[tool.uv.sources]` name the same CPU-only index for torch,
+  at the version pyproject pins.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from .conftest import REPO
+
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+PROJECT = PYPROJECT["project"]
+README = (REPO / "README.md").read_text()
+FIRST_PARTY = {"autograder", "solutions", "exercises", "pagekit", "buildcache", "hooks", "tests"}
+OPTIONAL = {"sitecustomize", "usercustomize"}  # imported only when a site provides one
+# what only instructors' commands import, and the command that says which extra brings it
+INSTRUCTOR_ONLY = {"nbgrader": ["nbgrader", "--out", "unused"], "tqdm": ["batch", "unused", "--out", "unused.csv"]}
+
+
+def _names(requirements: list[str]) -> set[str]:
+    return {canonicalize_name(Requirement(r).name) for r in requirements}
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """The distributions these requirements install, following the installed packages' own requirements."""
+    seen: set[str] = set()
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        if name in seen or (req.marker and not req.marker.evaluate({"extra": ""})):
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(req.name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for text in requires:
+            sub = Requirement(text)
+            wanted = sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in ("", *req.extras))
+            if wanted:
+                sub.marker = None
+                todo.append(sub)
+    return seen
+
+
+def _imports_of_python(text: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def learner_side_imports() -> dict[str, str]:
+    """Top-level third-party modules imported by what a learner's commands run, each with one file that does."""
+    files = [*sorted((REPO / "autograder").rglob("*.py")), *sorted((REPO / "solutions").glob("*.py"))]
+    files += sorted((REPO / "course" / "_build").glob("*.py"))
+    found: dict[str, str] = {}
+    for path in files:
+        for name in _imports_of_python(path.read_text()):
+            found.setdefault(name, str(path.relative_to(REPO)))
+    block = re.compile(r'^([ \t]*)```python exec="true"[^\n]*\n(.*?)^\1```', re.S | re.M)
+    for page in sorted((REPO / "course").glob("*.md")):
+        for indent, code in block.findall(page.read_text()):
+            code = "\n".join(line[len(indent) :] for line in code.splitlines())
+            for name in _imports_of_python(code):
+                found.setdefault(name, str(page.relative_to(REPO)))
+    return {n: f for n, f in found.items() if n not in sys.stdlib_module_names and n not in FIRST_PARTY | OPTIONAL}
+
+
+def test_the_learners_install_has_every_package_the_learners_side_imports():
+    base = _closure(PROJECT["dependencies"])
+    providers = importlib.metadata.packages_distributions()
+    missing = []
+    for module, where in sorted(learner_side_imports().items()):
+        if module in INSTRUCTOR_ONLY:
+            continue
+        dists = {canonicalize_name(d) for d in providers.get(module, [])}
+        assert dists, f"{module} (imported by {where}) is not installed here: which package provides it?"
+        if not dists & base:
+            missing.append(f"{module} (imported by {where}, from {', '.join(sorted(dists))})")
+    assert not missing, "not in the learner's install (pyproject's dependencies): " + "; ".join(missing)
+
+
+def test_instructor_packages_are_an_extra_and_the_test_extra_includes_it():
+    extras = PROJECT["optional-dependencies"]
+    base = _closure(PROJECT["dependencies"])
+    for module in INSTRUCTOR_ONLY:
+        assert module not in base, f"{module} is for instructors: it belongs in the instructor extra only"
+        assert module in _names(extras["instructor"]), f"the instructor extra does not bring {module}"
+    assert f"{PROJECT['name']}[instructor]" in extras["test"], "the test extra must include the instructor extra"
+
+
+@pytest.mark.parametrize("module", sorted(INSTRUCTOR_ONLY))
+def test_a_missing_instructor_package_names_the_extra(module, tmp_path):
+    """With the package hidden, the instructor command that needs it says which extra to install."""
+    args = INSTRUCTOR_ONLY[module]
+    hide = (
+        f"import sys, runpy; sys.modules[{module!r}] = None; sys.argv = ['autograder', *{args!r}]; "
+        "runpy.run_module('autograder', run_name='__main__')"
+    )
+    proc = subprocess.run([sys.executable, "-c", hide], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert 'pip install -e ".[instructor]"' in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not any(tmp_path.iterdir()), "the command wrote something before it stopped"
+
+
+def test_readme_and_pyproject_take_torch_from_the_same_cpu_index():
+    pin = next(r for r in PROJECT["dependencies"] if Requirement(r).name == "torch")
+    version = str(Requirement(pin).specifier).removeprefix("==")
+    uv = PYPROJECT["tool"]["uv"]
+    (source,) = uv["sources"]["torch"]
+    index = next(i for i in uv["index"] if i["name"] == source["index"])
+    assert index["explicit"] is True, "the CPU index must serve torch only (explicit = true)"
+    assert "linux" in source["marker"] and "cpu" in index["url"]
+    line = next(row for row in README.splitlines() if row.startswith("| Linux |"))
+    assert f"pip install torch=={version} --index-url {index['url']}" in line, line
+    assert "pip install -e ." in line
+    assert "torch pinned to the CPU build" not in (REPO / "pyproject.toml").read_text()
