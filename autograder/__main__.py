@@ -286,7 +286,11 @@ def _classroom(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from autograder.export.build import build
 
-    changed, refused = build(check=args.check)
+    try:
+        changed, refused = build(check=args.check)
+    except RuntimeError as exc:  # the site does not build: its log says why
+        print(exc, file=sys.stderr)
+        return 1
     for name in changed:
         print(f"{'out of date' if args.check else 'wrote'}: {name}")
     for name in refused:

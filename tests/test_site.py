@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
+import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -307,6 +310,45 @@ def test_build_cache_runs_only_what_changed(tmp_path, monkeypatch):
     assert len(list(tmp_path.glob("*/*"))) == 6
 
 
+def test_committed_results_come_first_and_a_check_runs_nothing(tmp_path, monkeypatch, caplog):
+    """A block whose result is committed does not run; a block that runs says so on mkdocs' log as it starts;
+    a check build (`build --check`) runs nothing and names each block whose result is missing; the record
+    says which files of course/_build/executed/ to write and which to delete."""
+    sys.path.insert(0, str(COURSE / "_build"))
+    try:
+        import buildcache
+    finally:
+        sys.path.remove(str(COURSE / "_build"))
+    monkeypatch.setattr(buildcache, "CACHE", tmp_path / "cache")
+    monkeypatch.delenv("COURSE_SITE_RERUN", raising=False)
+    folder = tmp_path / "executed"
+
+    def build(blocks: list[str], check: bool = False):
+        monkeypatch.setenv("COURSE_SITE_CHECK", "1" if check else "0")
+        committed = buildcache.Committed(folder)
+        runner = buildcache.BlockRunner("context", {}, machine="this machine", committed=committed)
+        runner.page = "p.md"
+        with caplog.at_level(logging.INFO, logger="mkdocs.plugins.course"):
+            outputs = [runner.run(code, session="s") for code in blocks]
+        return outputs, runner.ran, committed.record({"python": "3"})
+
+    blocks = ["x = 2", "print(x * 10)"]
+    outputs, ran, record = build(blocks)
+    assert (outputs, ran) == (["", "20\n"], 2)
+    assert [r.getMessage() for r in caplog.records] == [f"course: running a block of p.md: {b}" for b in blocks]
+    assert list(record["write"]) == ["p.json"] and record["delete"] == record["missing"] == []
+    folder.mkdir()
+    (folder / "p.json").write_text(record["write"]["p.json"])
+    (folder / "gone.json").write_text('{"results": []}')
+    shutil.rmtree(tmp_path / "cache")  # a fresh clone: the committed results only
+    caplog.clear()
+    assert build(blocks) == (["", "20\n"], 0, {"write": {}, "delete": ["gone.json"], "missing": []})
+    assert not caplog.records
+    outputs, ran, record = build(["x = 3", blocks[1]], check=True)
+    assert ran == 0 and not caplog.records and list(record["write"]) == ["p.json"]
+    assert record["missing"] == ["p.md: the block that starts `x = 3`", "p.md: the block that starts `print(x * 10)`"]
+
+
 # ---------------------------------------------------------------- build, serve, browse
 
 
@@ -329,18 +371,54 @@ def chromium():
 
 
 @pytest.fixture(scope="module")
-def built_site(tmp_path_factory, chromium) -> Path:
+def site_build(tmp_path_factory) -> tuple[Path, dict]:
+    """The site, built without reading the committed results (course/_build/executed/): every block runs,
+    or comes from what this machine ran before (.cache/site/; a clean clone on CI has none). Returns the
+    site and what `python -m autograder build` would change in the committed results after this build."""
     site = tmp_path_factory.mktemp("site")
+    record = site.parent / "record.json"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "COURSE_SITE_COMMITTED": "0", "COURSE_SITE_RECORD": str(record)}
+    for name in ("COURSE_SITE_RERUN", "COURSE_SITE_CHECK"):
+        env.pop(name, None)
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=900,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        env=env,
     )
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    return site
+    return site, json.loads(record.read_text())
+
+
+@pytest.fixture(scope="module")
+def built_site(site_build, chromium) -> Path:
+    return site_build[0]
+
+
+def test_committed_results_are_up_to_date(site_build):
+    """course/_build/executed/ holds a result for exactly the blocks and grader runs that a build which does not
+    read it runs (from nothing on a clean clone): none missing, stale or left over.
+
+    Their outputs are not compared byte for byte: the reference's graphs iterate sets of Values, so the order
+    of nodes in a figure or a printed topological order can differ from one run to the next.
+    """
+    _, wanted = site_build
+    assert not wanted["delete"], f"results of pages that are gone: {wanted['delete']}"
+    stale = []
+    for name, text in wanted["write"].items():
+        path = REPO / "course" / "_build" / "executed" / name
+        committed = json.loads(path.read_text())["results"] if path.exists() else []
+        fresh = json.loads(text)["results"]
+        have = {r["key"] for r in committed}
+        for result in fresh:
+            if result["key"] not in have:
+                what = result.get("grader run") or result["code"].strip().splitlines()[0]
+                stale.append(f"{name}: no result for `{what}`")
+        if len(committed) > len(fresh):
+            stale.append(f"{name}: {len(committed) - len(fresh)} results that no block uses")
+    assert not stale, "run `python -m autograder build` and commit course/_build/executed/:\n" + "\n".join(stale)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -5,14 +5,23 @@ The generated files, and what they are made from:
 - the task list in each solution file's module docstring (the registry and the solution markers);
 - `exercises/*.py`, the stubs, and their manifest (the solutions; a file the learner changed is never replaced);
 - `exercises/notebooks/lessonNN.ipynb`, the learner notebooks (the registry and the solutions);
-- `.github/classroom/classroom.yml`, the learners' Classroom workflow template (the registry and the tests' points).
+- `.github/classroom/classroom.yml`, the learners' Classroom workflow template (the registry and the tests' points);
+- `course/_build/executed/*.json`, what the site's Python blocks and lesson 0's grader runs printed (the pages'
+  code, the solutions, the grader): a site build in a temporary folder runs only the blocks whose results are not
+  there yet, then the folder is made to hold exactly what that build used. With `--check` nothing runs: a block
+  whose result is missing, or a result no block uses, is out of date.
 
 With `--check` nothing is written; the command lists what is out of date and exits 1.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from autograder.course import registry
@@ -54,6 +63,49 @@ def stale_docstrings() -> dict[Path, str]:
     return out
 
 
+EXECUTED = SOLUTIONS.parent / "course" / "_build" / "executed"
+
+
+def site_results(check: bool) -> list[str]:
+    """Bring `course/_build/executed/` up to date (or with `check`, list what is not); return what changed.
+
+    It builds the site into a temporary folder with `COURSE_SITE_RECORD` set (and `COURSE_SITE_CHECK` for
+    `check`): the hooks say which files the folder should hold. MkDocs' lines about blocks being run are passed on.
+    """
+    root = SOLUTIONS.parent
+    if not (root / "mkdocs.yml").exists() or not has_sources():
+        return []  # a student edition: its site ships built
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / "record.json"
+        env = {**os.environ, "COURSE_SITE_RECORD": str(record), "NO_MKDOCS_2_WARNING": "1"}
+        for name in ("COURSE_SITE_RERUN", "COURSE_SITE_COMMITTED", "COURSE_SITE_CHECK"):
+            env.pop(name, None)
+        if check:
+            env["COURSE_SITE_CHECK"] = "1"
+        command = [sys.executable, "-m", "mkdocs", "build", "--site-dir", str(Path(tmp) / "site")]
+        # stderr as it comes: a line per block that runs
+        pipe, none = subprocess.PIPE, subprocess.DEVNULL
+        proc = subprocess.Popen(command, cwd=root, env=env, stdout=none, stderr=pipe, text=True)
+        log = []
+        for line in proc.stderr:
+            log.append(line)
+            if "course: " in line:  # a block or a grader run starts: say so while it runs
+                print(line.rstrip().split("course: ", 1)[1], file=sys.stderr, flush=True)
+        proc.wait()
+        wanted = json.loads(record.read_text()) if record.exists() else None
+    if wanted is None or (proc.returncode and not (check and wanted["missing"])):
+        raise RuntimeError("the site does not build (mkdocs build):\n" + "".join(log[-40:]))
+    changed = [f"course/_build/executed/{name}" for name in [*wanted["write"], *wanted["delete"]]]
+    if check:
+        return changed + [f"course/_build/executed/ has no result for {what}" for what in wanted["missing"]]
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+    for name, text in wanted["write"].items():
+        (EXECUTED / name).write_text(text, encoding="utf-8")
+    for name in wanted["delete"]:
+        (EXECUTED / name).unlink()
+    return changed
+
+
 def build(check: bool) -> tuple[list[str], list[str]]:
     """Regenerate (or with `check`, compare) every generated file; return (done or stale, refused)."""
     from autograder.export import classroom, notebooks
@@ -80,4 +132,5 @@ def build(check: bool) -> tuple[list[str], list[str]]:
         if not check:
             classroom.TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
             classroom.TEMPLATE.write_text(template)
+    changed += site_results(check)  # last: the site shows the stubs, the notebooks and the task lists
     return changed, refused

@@ -1,8 +1,21 @@
-"""What the site build remembers between runs, under `.cache/site/` (gitignored).
+"""What the site build remembers: the committed results of the pages' blocks, and a local cache.
 
-The environment variable `COURSE_SITE_CACHE` names another folder; with
-`COURSE_SITE_RERUN=1` every block runs and the cache is neither read nor written
-(a test builds that way with Unix-only modules hidden, whose output must not be kept).
+- `course/_build/executed/<page>.json` (committed): what each Python block of a page printed, and the grader
+  runs that lesson 0 shows, keyed by the code they came from (as Jupyter Book's execution cache keys a
+  notebook's outputs by its code). A fresh clone's first build reads them and runs nothing. Written by
+  `python -m autograder build`, checked by `python -m autograder build --check`; never by a plain `mkdocs build`.
+- `.cache/site/` (gitignored): what this machine ran, keyed as above plus this machine's Python and packages.
+  The environment variable `COURSE_SITE_CACHE` names another folder.
+
+Environment variables of a build:
+
+- `COURSE_SITE_RERUN=1`: every block runs and nothing is read or written (a test builds that way with
+  Unix-only modules hidden, whose output must not be kept);
+- `COURSE_SITE_COMMITTED=0`: the committed results are not read (a build from nothing, or from what this
+  machine ran: the site test compares what it gets with the committed results);
+- `COURSE_SITE_CHECK=1`: nothing runs; a result missing from the committed folder is reported (`build --check`);
+- `COURSE_SITE_RECORD=FILE`: at the end of the build, write there what the committed folder should hold
+  (`Committed.record`), for `python -m autograder build`.
 
 - `solutions_fingerprint()` and `tree_digest()`: digests of the sources a page's
   output depends on.
@@ -10,14 +23,16 @@ The environment variable `COURSE_SITE_CACHE` names another folder; with
   each block printed, keyed by the block's code, the code of the blocks before
   it in the same session and the fingerprint of `solutions/`. A warm build runs
   no block at all; after an edit only the edited block and the rest of its
-  session run again.
+  session run again, each announced on mkdocs' log as it starts.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import json
 import linecache
+import logging
 import os
 import sys
 import time
@@ -27,18 +42,25 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
+EXECUTED = Path(__file__).resolve().parent / "executed"  # committed: what the pages' blocks printed, one file a page
 CACHE = Path(os.environ.get("COURSE_SITE_CACHE") or REPO / ".cache" / "site")
 TIMINGS = CACHE / "build-times.json"  # each page's build cost in the last build, for tests/benchmarks/bench_site.py
 SHIPPED_FINGERPRINT = "FINGERPRINT"  # a student edition's solutions/ ships bytecode and this file instead
 KEEP_DAYS = 14  # entries unused for this long are stale: their code or the solutions changed since
+log = logging.getLogger("mkdocs.plugins.course")  # mkdocs shows its INFO lines on stderr while it builds
 
 
-def tree_digest(folder: Path) -> str:
-    """sha256 of every .py file under `folder`, with its path, in a fixed order."""
+def flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def tree_digest(folder: Path, skip: tuple[str, ...] = ()) -> str:
+    """sha256 of every .py file under `folder`, with its path, in a fixed order (`skip`: top-level names left out)."""
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*.py")):
-        if "__pycache__" not in path.parts:
-            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        if "__pycache__" not in path.parts and path.relative_to(folder).parts[0] not in skip:
+            text = path.read_bytes().replace(b"\r\n", b"\n")  # the same on a Windows checkout
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + text + b"\0")
     return digest.hexdigest()
 
 
@@ -87,6 +109,54 @@ def prune() -> None:
             pass
 
 
+class Committed:
+    """The committed results (`executed/*.json`): read at the start of a build, recorded as they are used.
+
+    Each page's file lists, in the order the build used them, its blocks (key, session, code, output) and the
+    grader runs it shows (key, command, output), with the machine that made them. `record()` says which files
+    `python -m autograder build` must write or delete so that the folder holds exactly what this build used.
+    """
+
+    def __init__(self, folder: Path = EXECUTED, read: bool = True):
+        self.folder = folder
+        self.files: dict[str, dict] = {}
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            self.files[path.name] = json.loads(path.read_text(encoding="utf-8"))
+        self.outputs = {r["key"]: r["output"] for f in self.files.values() for r in f["results"]} if read else {}
+        self.used: dict[str, list[dict]] = {}
+        self.missing: list[str] = []  # what a check build found no committed result for
+
+    def get(self, key: str) -> str | None:
+        return self.outputs.get(key)
+
+    def use(self, page: str, entry: dict) -> None:
+        results = self.used.setdefault(page, [])
+        if entry not in results:
+            results.append(entry)
+
+    def record(self, made_with: dict) -> dict:
+        """{"write": {file name: text}, "delete": [file names], "missing": [what has no result]}."""
+        write = {}
+        for page, results in self.used.items():
+            name = Path(page).with_suffix(".json").name
+            if self.files.get(name, {}).get("results") != results:
+                data = {
+                    "about": f"What the Python blocks of course/{page} printed (and the grader runs it shows), keyed "
+                    "by their code, the code before them in their session and the sources they use. Written by "
+                    "`python -m autograder build`; do not edit.",
+                    "made with": made_with,
+                    "results": results,
+                }
+                write[name] = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+        names = {Path(page).with_suffix(".json").name for page in self.used}
+        return {"write": write, "delete": sorted(set(self.files) - names), "missing": self.missing}
+
+
+def first_line(code: str) -> str:
+    line = next((x.strip() for x in code.splitlines() if x.strip() and not x.lstrip().startswith("#")), "")
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
 class BlockRunner:
     """The `run` function of markdown-exec's Python formatter, with a cache in front of it.
 
@@ -95,18 +165,29 @@ class BlockRunner:
     replays the skipped blocks first, silently.
     """
 
-    def __init__(self, context: str, depends: dict[str, Callable[[], str]]):
-        self.context = context  # what every block's output depends on: solutions/, pagekit, Python
+    def __init__(
+        self,
+        context: str,
+        depends: dict[str, Callable[[], str]],
+        machine: str = "",
+        committed: Committed | None = None,
+    ):
+        self.context = context  # what every block's output depends on: solutions/, pagekit (the same everywhere)
         self.depends = depends  # a name in a block's code -> the digest of what that name brings in
+        self.machine = machine  # this machine's Python and packages: part of the local cache's keys only
+        self.committed = committed or Committed(read=False)
         self.digests: dict[str, str] = {}
-        self.rerun = os.environ.get("COURSE_SITE_RERUN", "") not in ("", "0")
+        self.rerun = flag("COURSE_SITE_RERUN")
+        self.check = flag("COURSE_SITE_CHECK")  # run nothing: report what the committed results miss
+        self.page = ""  # the page being built, set by the hooks
         self.chains: dict[str, str] = {}
         self.globals: dict[str, dict] = {}
         self.skipped: dict[str, list[str]] = {}
-        self.ran = 0  # blocks run in this build (not found in the cache)
+        self.ran = 0  # blocks run in this build (not found in the committed results or the cache)
         self.number = 0  # blocks executed, replays included: names each one's module
 
     def key(self, code: str, session: str) -> str:
+        """The block's key in the committed results: its code, its session's earlier code, and the sources."""
         extra = [self._digest(name) for name in self.depends if name in code]
         key = _sha(self.chains.get(session, self.context) if session else self.context, code, *extra)
         if session:
@@ -121,13 +202,23 @@ class BlockRunner:
     def run(self, code: str, returncode: int | None = None, session: str | None = None, id: str = "", **extra) -> str:
         session = session or ""
         key = self.key(code, session)
-        cached = None if self.rerun else read(key)
+        local = _sha(self.machine, key) if self.machine else key
+        cached = None
+        if not self.rerun:
+            cached = self.committed.get(key)
+            if cached is None and not self.check:
+                cached = read(local)
+        if cached is None and self.check:
+            self.committed.missing.append(f"{self.page}: the block that starts `{first_line(code)}`")
+            cached = ""
         if cached is not None:
             if session:
                 self.skipped.setdefault(session, []).append(code)
+            self._record(key, session, code, cached)
             return cached
         from markdown_exec import ExecutionError, code_block
 
+        log.info(f"course: running a block of {self.page or 'a page'}: {first_line(code)}")
         scope = self.globals.setdefault(session, {}) if session else {}
         try:
             for earlier in self.skipped.pop(session, []):
@@ -141,8 +232,12 @@ class BlockRunner:
             raise ExecutionError(code_block("python", trace, **extra)) from exc
         self.ran += 1
         if not self.rerun:
-            write(key, output)
+            write(local, output)
+            self._record(key, session, code, output)
         return output
+
+    def _record(self, key: str, session: str, code: str, output: str) -> None:
+        self.committed.use(self.page, {"key": key, "session": session, "code": code, "output": output})
 
     def _exec(self, code: str, scope: dict, session: str) -> str:
         self.number += 1

