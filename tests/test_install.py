@@ -136,3 +136,21 @@ def test_readme_and_pyproject_take_torch_from_the_same_cpu_index():
     assert f"pip install torch=={version} --index-url {index['url']}" in line, line
     assert "pip install -e ." in line
     assert "torch pinned to the CPU build" not in (REPO / "pyproject.toml").read_text()
+
+
+def test_lesson_0_says_how_to_get_and_install_the_course(monkeypatch):
+    """No bare placeholder: `git clone` of mkdocs.yml's repo_url when it is set, else of the address the learner
+    was given, said in words; the Linux tab takes torch from pyproject's CPU index."""
+    page = (REPO / "course" / "00-welcome.md").read_text()
+    assert "<the course repository>" not in page and "\n<!-- course: clone -->\n" in page
+    index = PYPROJECT["tool"]["uv"]["index"][0]["url"]
+    linux = page[page.index('=== "Linux"') : page.index('=== "macOS"')]
+    assert f"pip install torch==2.13.0 --index-url {index}" in linux
+    monkeypatch.syspath_prepend(str(REPO / "course" / "_build"))
+    import hooks
+
+    monkeypatch.setattr(hooks, "_config", {"repo_url": "https://example.org/course.git"})
+    assert "git clone https://example.org/course.git backprop-course" in hooks.expand("clone", None)
+    monkeypatch.setattr(hooks, "_config", {"repo_url": None})
+    told = hooks.expand("clone", None)
+    assert "git clone URL-YOU-WERE-GIVEN backprop-course" in told and "address you were given" in told
