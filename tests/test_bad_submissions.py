@@ -51,6 +51,16 @@ class Bad:
 
 POW_BODY = 'out = Value(self.data**other, (self,), f"**{other}")'
 REPR = '        return f"Value(data={self.data})"'
+BACKWARD_BODY = (
+    Path(__file__)
+    .resolve()
+    .parents[1]
+    .joinpath("solutions", "engine.py")
+    .read_text()
+    .split("### BEGIN SOLUTION (task 6.1, 6.2)\n")[1]
+    .split("        ### END SOLUTION")[0]
+    .rstrip("\n")
+)
 FORWARD = "    _check_step(h)\n    return (fn(x + h) - fn(x)) / h"
 EXP = 'out = Value(math.exp(self.data), (self,), "exp")'
 
@@ -266,6 +276,21 @@ for _f in _gc.get_objects():
         },
         {"2.2": "error"},  # a forged frame carries no request's id: it is no answer at all
         "not an answer",
+        verdict_attack=True,
+    ),
+    Bad(
+        "borrows_the_graders_sweep",  # a one-line backward that calls the scenario kit's own sweep
+        {
+            "engine.py": [
+                (
+                    BACKWARD_BODY,
+                    """        import sys
+        sys.modules["autograder.worker.scenario"].sweep(self)""",
+                )
+            ]
+        },
+        {"6.1": "error|failed", "6.2": "error|failed"},
+        "AttributeError",
         verdict_attack=True,
     ),
     Bad(

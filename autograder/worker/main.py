@@ -153,6 +153,8 @@ class Worker:
     def setup(self, request: dict) -> None:
         try:
             self.impl = Implementation(request)
+            scenario_kit.withhold(self.impl.task_id)  # the grader's helpers that would do this task's job
+            gc.collect()
             self.sources = dict(request.get("scenarios") or {})
             self.plan = list(request.get("plan") or [])
             if request.get("nice") and hasattr(os, "nice"):  # it runs its plan behind the grader and earlier tasks
