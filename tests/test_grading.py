@@ -345,3 +345,20 @@ def test_a_run_whose_grading_tests_changed_under_it_is_void(tmp_path):
         target.write_text(original)
     assert set(run.status.values()) == {"error"}, run.output[-3000:]
     assert "results are void" in json.dumps(run.results), run.output[-3000:]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")  # the lesson's marks are the grader's own
+def test_judgements_check_the_shape_of_an_answer_before_pairing_it_up():
+    """An empty list once passed a check that paired answers with `zip`: every answer's length is checked."""
+    from autograder.kit.checks import CheckFailed, expect_list
+    from autograder.lessons.test_12_classifier import _scores_from
+
+    assert expect_list([1, 2], 2, "answers") == [1, 2]
+    for wrong in ([], [1], [1, 2, 3], "12", None, {"0": 1}):
+        with pytest.raises(CheckFailed, match="a list of 2"):
+            expect_list(wrong, 2, "answers")
+    sizes = [2, 1]  # one linear neuron: w0, w1, b
+    assert _scores_from([1.0, 2.0, 0.5], [[1.0, 1.0], [0.0, -1.0]], sizes, "") == [3.5, -1.5]
+    for wrong in ([], [1.0, 2.0], [1.0, 2.0, float("nan")], "scores"):
+        with pytest.raises(CheckFailed, match="3 finite numbers"):
+            _scores_from(wrong, [[1.0, 1.0]], sizes, "")

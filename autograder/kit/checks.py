@@ -90,6 +90,14 @@ def expect(
         raise CheckFailed(what, expected, actual, inputs, note)
 
 
+def expect_list(actual: Any, length: int, what: str, inputs: str | None = None) -> list:
+    """`actual` if it is a list of exactly `length` answers: a judgement never pairs answers up with `zip` unchecked."""
+    if type(actual) is not list or len(actual) != length:
+        shape = f"a list of {len(actual)}" if type(actual) is list else actual
+        raise CheckFailed(what, f"a list of {length}", shape, inputs)
+    return actual
+
+
 def expect_raises(
     error: type[BaseException], call: Callable[[], Any], what: str, inputs: str | None = None
 ) -> BaseException:

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from autograder.kit.checks import expect, expect_close, expect_equal
+from autograder.kit.checks import expect, expect_close, expect_equal, expect_list
 from autograder.worker.scenario import data_of, scenario
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
@@ -168,7 +168,8 @@ def _seeded_pairs(seed: int, n: int = 50) -> list[list[float]]:
 def test_add_seeded_expressions(learner):
     """sums of seeded random numbers"""
     pairs = _seeded_pairs(20231)
-    for (x, y), got in zip(pairs, learner.run(many_binary, "+", pairs), strict=False):
+    answers = expect_list(learner.run(many_binary, "+", pairs), len(pairs), "answers, one per pair")
+    for (x, y), got in zip(pairs, answers, strict=True):
         expect_close(got, x + y, "(a + b).data", f"a = {x!r}, b = {y!r}", rel=1e-12)
 
 
@@ -177,7 +178,8 @@ def test_add_seeded_expressions(learner):
 def test_mul_seeded_expressions(learner):
     """products of seeded random numbers"""
     pairs = _seeded_pairs(20232)
-    for (x, y), got in zip(pairs, learner.run(many_binary, "*", pairs), strict=False):
+    answers = expect_list(learner.run(many_binary, "*", pairs), len(pairs), "answers, one per pair")
+    for (x, y), got in zip(pairs, answers, strict=True):
         expect_close(got, x * y, "(a * b).data", f"a = {x!r}, b = {y!r}", rel=1e-12)
 
 

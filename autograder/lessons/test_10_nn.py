@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from autograder.kit.checks import CheckFailed, expect, expect_close, expect_equal
+from autograder.kit.checks import CheckFailed, expect, expect_close, expect_equal, expect_list
 from autograder.worker.scenario import data_of, grad_of, scenario, sweep, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
@@ -270,7 +270,8 @@ def _not_the_same(report):
 
 def _expect_grads(grads, expected, what, inputs=None):
     """The grad of every parameter against the expected list; `what` names parameters()[{i}] with a {i}."""
-    for i, (g, e) in enumerate(zip(grads, expected, strict=False)):
+    grads = expect_list(grads, len(expected), what.format(i="...") + " for every parameter", inputs)
+    for i, (g, e) in enumerate(zip(grads, expected, strict=True)):
         expect_close(g, e, what.format(i=i), inputs, rel=1e-9, abs_tol=1e-12)
 
 
@@ -430,8 +431,9 @@ def test_neuron_parameters_get_their_gradients(learner):
     d = _dact(z)
     inputs = f"w = {ws}, b = {b}, x = {x}, tanh neuron, out.backward()"
     expect(got["swept"], "type of Neuron(3)(x)", "Value", got["type"], inputs)
-    expect_close(got["grads"][-1], d, "parameters()[-1].grad (the bias)", inputs)
-    for i, (g, xi) in enumerate(zip(got["grads"], x, strict=False)):
+    grads = expect_list(got["grads"], len(x) + 1, "parameters() grads", inputs)
+    expect_close(grads[-1], d, "parameters()[-1].grad (the bias)", inputs)
+    for i, (g, xi) in enumerate(zip(grads, x, strict=False)):  # the bias is the last
         expect_close(g, xi * d, f"parameters()[{i}].grad (weight {i})", inputs)
 
 
@@ -462,9 +464,10 @@ def test_neuron_seeded(learner):
         expect_close(got["out"], _act(z, act, nonlin), f"{what}(x).data", inputs, rel=1e-9)
         expect(got["swept"], f"type of {what}(x)", "Value", got["type"], inputs)
         d = _dact(z, act, nonlin)
-        expect_close(got["grads"][-1], d, f"bias grad after {what}(x).backward()", inputs)
+        grads = expect_list(got["grads"], nin + 1, f"{what}.parameters() grads", inputs)
+        expect_close(grads[-1], d, f"bias grad after {what}(x).backward()", inputs)
         for i, xi in enumerate(x):
-            expect_close(got["grads"][i], xi * d, f"w[{i}].grad after {what}(x).backward()", inputs)
+            expect_close(grads[i], xi * d, f"w[{i}].grad after {what}(x).backward()", inputs)
 
 
 # --- 10.3 Layer -------------------------------------------------------------------------------------------------------

@@ -477,6 +477,34 @@ def test_train_classifier_reaches_high_accuracy(learner):
     _check_learns(learner, data_seed=3, model_seed=3)
 
 
+def _scores_from(params, X, sizes: list[int], inputs: str) -> list[float]:
+    """The scores of moons_model's MLP (ReLU hidden units, a linear score) with `params`, computed here.
+
+    `params` is what the worker reported of `model.parameters()`: layer by layer, neuron by neuron, its
+    weights and then its bias. The grader's own forward pass, so no answer the worker sends decides it alone.
+    """
+    count = sum((nin + 1) * nout for nin, nout in zip(sizes, sizes[1:], strict=False))
+    expect(
+        isinstance(params, list) and len(params) == count and all(_number(p) and math.isfinite(p) for p in params),
+        "the trained model's parameters",
+        f"{count} finite numbers",
+        params if not isinstance(params, list) else f"a list of {len(params)}",
+        inputs,
+    )
+    scores = []
+    for x in X:
+        at, values = 0, list(x)
+        for layer, (nin, nout) in enumerate(zip(sizes, sizes[1:], strict=False)):
+            out = []
+            for _ in range(nout):
+                z = sum(w * v for w, v in zip(params[at : at + nin], values, strict=True)) + params[at + nin]
+                at += nin + 1
+                out.append(z if layer == len(sizes) - 2 else max(z, 0.0))
+            values = out
+        scores.append(values[0])
+    return scores
+
+
 def _check_learns(learner, data_seed, model_seed, n=16, steps=20):
     X, y = _moons(n, 0.1, data_seed)
     inputs = _describe(n, data_seed, model_seed) + f", steps = {steps}"
@@ -498,8 +526,9 @@ def _check_learns(learner, data_seed, model_seed, n=16, steps=20):
         history[-1][0],
         inputs,
     )
-    # the trained model's scores come from the reference nn in the worker; the grader counts the right signs
-    right = sum((s > 0) == (label > 0) for s, label in zip(got["scores"], y, strict=True))
+    # the worker's scores are not taken on trust: the grader computes them from the trained parameters it reported
+    scores = _scores_from(got["params"], X, [2, 8, 8, 1], inputs)
+    right = sum((s > 0) == (label > 0) for s, label in zip(scores, y, strict=True))
     expect(
         right / n >= 0.9,
         "training accuracy of the trained model (computed by the grader)",
