@@ -105,3 +105,19 @@ def test_python_under_tmp_or_in_the_repository_grades_in_full(where, tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
         if where != "repository":
             shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_the_user_level_needs_python_where_other_users_can_reach_it(monkeypatch):
+    """pyenv under a closed /root: without a mount namespace a worker's own user could not import anything."""
+    from autograder.grading import isolation
+    from autograder.worker import sandbox
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(sandbox, "interpreter_paths", lambda: ["/root/.pyenv/versions/3.11.7/lib/python3.11"])
+    monkeypatch.setattr(sandbox, "blocking_ancestor", lambda path: "/root")
+    assert "/root" in isolation.why_not("user")
+    with pytest.raises(RuntimeError, match="--isolation user is not possible here: Python lives under /root"):
+        isolation.level_for("user")
+    monkeypatch.setattr(sandbox, "blocking_ancestor", lambda path: None)
+    assert isolation.why_not("user") == ""
