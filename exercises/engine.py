@@ -58,7 +58,7 @@ class Value:
 
         def _backward():
             # d(out)/d(self) = d(out)/d(other) = 1
-            # TODO(task 5.2): Value.__add__ backward. See the docstring above. Also task 7.1: every _backward accumulates.
+            # TODO(task 5.2): Value.__add__ backward. See the docstring above. Also task 7.1: a later task revisits this code.
             raise NotImplementedError("task 5.2: Value.__add__ backward")
 
         out._backward = _backward
@@ -75,7 +75,7 @@ class Value:
 
         def _backward():
             # d(out)/d(self) = other, d(out)/d(other) = self
-            # TODO(task 5.3): Value.__mul__ backward. See the docstring above. Also task 7.1: every _backward accumulates.
+            # TODO(task 5.3): Value.__mul__ backward. See the docstring above. Also task 7.1: a later task revisits this code.
             raise NotImplementedError("task 5.3: Value.__mul__ backward")
 
         out._backward = _backward
@@ -87,7 +87,7 @@ class Value:
         raise NotImplementedError("task 5.1: Value.tanh")
 
         def _backward():
-            # TODO(task 5.1): Value.tanh. See the docstring above. Also task 7.1: every _backward accumulates.
+            # TODO(task 5.1): Value.tanh. See the docstring above. Also task 7.1: a later task revisits this code.
             raise NotImplementedError("task 5.1: Value.tanh")
 
         out._backward = _backward
@@ -102,7 +102,7 @@ class Value:
         graph 100,000 operations deep (or a million) works under Python's default
         recursion limit, which must not be raised.
         """
-        # TODO(task 6.1): Value.backward. See the docstring above. Also task 6.2: Value.backward without recursion.
+        # TODO(task 6.1): Value.backward. See the docstring above. Also task 6.2: a later task revisits this code.
         raise NotImplementedError("task 6.1: Value.backward")
 
     def __radd__(self, other: float) -> Value:

@@ -31,9 +31,13 @@ grades it. Generated from `solutions/` by `python -m autograder sync`.
 
 
 def stub_lines(task_ids: tuple[str, ...], indent: str) -> list[str]:
-    """The two lines that replace a solution region."""
+    """The two lines that replace a solution region.
+
+    A region shared with later tasks names them without their titles: a title such as "every
+    `_backward` accumulates" would give away what the later lesson lets the learner discover.
+    """
     own = registry.task(task_ids[0])
-    also = "".join(f" Also task {t}: {registry.task(t).title}." for t in task_ids[1:])
+    also = "".join(f" Also task {t}: a later task revisits this code." for t in task_ids[1:])
     return [
         f"{indent}# TODO(task {own.id}): {own.title}. See the docstring above.{also}",
         f'{indent}raise NotImplementedError("{stub_message(own.id, own.title)}")',
