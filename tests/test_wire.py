@@ -1,4 +1,4 @@
-"""What crosses the trust boundary: plain data within the caps, and nothing else (`autograder/grading/wire.py`)."""
+"""What crosses the trust boundary: plain data within the caps, and nothing else (`autograder/worker/wire.py`)."""
 
 from __future__ import annotations
 
