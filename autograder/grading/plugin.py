@@ -48,7 +48,7 @@ from autograder.course.regions import (
 )
 from autograder.grading import caches, drawing, isolation, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE
-from autograder.grading.results import Results, TestResult
+from autograder.grading.results import SKIPPED, Results, TestResult
 from autograder.grading.verdicts import LearnerError
 from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
@@ -94,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--draw",
         metavar="DIR",
-        help="when a check finds a wrong grad, draw your graph (wrong grads in red) next to the "
+        help="when a check finds a wrong grad, draw your graph (wrong grads in red) above the "
         "reference's as DIR/<test name>.svg",
     )
     group.addoption("--record-reference", metavar="PATH", help=argparse.SUPPRESS)  # the student edition's export
@@ -322,7 +322,7 @@ class Grader:
         reply = self._call(request, limit, task_id)
         if "error" in reply:
             if reply["error"].get("type") == "timed out":
-                self.timed_out[task_id] = "skipped: an earlier check of this task timed out"
+                self.timed_out[task_id] = SKIPPED
             raise LearnerError(reply["error"], reply.get("output", ""))
         return reply["ok"]
 
@@ -360,7 +360,7 @@ class Grader:
             if exc.timed_out and load:
                 info["message"] = f"importing {display(self.root / (module_of(task_id) + '.py'))} took too long"
             if exc.timed_out:
-                self.timed_out[task_id] = "skipped: an earlier check of this task timed out"
+                self.timed_out[task_id] = SKIPPED
             if load:
                 self.file_failures[module_of(task_id)] = {**info, "load": True}
             raise LearnerError(info) from None

@@ -13,9 +13,11 @@ from dataclasses import asdict, dataclass, field
 
 from autograder.course import registry
 
-# Worst last: a task shows the most serious status among its tests.
-STATUSES = ("passed", "not started", "failed", "error", "timed out")
-SYMBOL = {"passed": "✓", "not started": "·", "failed": "✗", "error": "!", "timed out": "⏱"}
+# Worst last: a task shows the most serious status among its tests. "in progress" is a task's only, never a
+# check's: some of its checks passed and the others did not run yet (they wait for another task, or hit a stub).
+STATUSES = ("passed", "in progress", "not started", "failed", "error", "timed out")
+SYMBOL = {"passed": "✓", "in progress": "◐", "not started": "·", "failed": "✗", "error": "!", "timed out": "⏱"}
+SKIPPED = "skipped: an earlier check of this task timed out"  # a check not run after a timeout
 
 
 @dataclass
@@ -36,6 +38,11 @@ class TestResult:
     def earned(self) -> int:
         return self.points if self.status == "passed" else 0
 
+    @property
+    def skipped(self) -> bool:
+        """Not run because an earlier check of its task timed out (it costs its points like the one that did)."""
+        return self.status == "timed out" and self.message == SKIPPED
+
 
 @dataclass
 class TaskResult:
@@ -52,14 +59,49 @@ class TaskResult:
 
     @property
     def status(self) -> str:
-        return max((t.status for t in self.tests), key=STATUSES.index, default="not started")
+        worst = max((t.status for t in self.tests), key=STATUSES.index, default="not started")
+        if worst == "not started" and any(t.status == "passed" for t in self.tests):
+            return "in progress"  # partly passed: never "not started"
+        return worst
 
     @property
     def waits_for(self) -> str:
-        """The other task a not-started task waits for, if a check said so."""
-        if self.status != "not started":
+        """The other task a task that has nothing wrong of its own waits for, if a check said so."""
+        if self.status not in ("not started", "in progress"):
             return ""
-        return next((t.waits_for for t in self.tests if t.waits_for), "")
+        return next((t.waits_for for t in self.tests if t.waits_for and t.status == "not started"), "")
+
+    def not_run(self) -> list[str]:
+        """Why each check that did not run did not, one line per reason: "3 checks wait for task 5.1 (Value.tanh)".
+
+        A task none of whose checks ran for one reason gets that reason alone ("waits for task 2.3 (...)"), and a
+        task that is simply not started (every check hit its own stub) gets no line: its status says it all.
+        """
+        reasons: dict[str, int] = {}
+        for t in self.tests:
+            if t.status == "not started" and t.waits_for:
+                why = f"task {t.waits_for} ({registry.task(t.waits_for).title})"
+            elif t.status == "not started":
+                why = "not started"
+            elif t.skipped:
+                why = "skipped"
+            else:
+                continue
+            reasons[why] = reasons.get(why, 0) + 1
+        if self.status == "not started" and set(reasons) == {"not started"}:
+            return []
+        lines = []
+        for why, n in reasons.items():
+            checks = f"{n} check{'s' * (n != 1)}"
+            if why == "not started":
+                lines.append(f"{checks} not started: the stub still raises NotImplementedError")
+            elif why == "skipped":
+                lines.append(f"{checks} skipped: an earlier check of this task timed out")
+            elif n == len(self.tests):
+                lines.append(f"waits for {why}")
+            else:
+                lines.append(f"{checks} wait{'s' * (n == 1)} for {why}")
+        return lines
 
 
 def group(results: list[TestResult], task_ids: list[str]) -> list[TaskResult]:

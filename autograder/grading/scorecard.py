@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from autograder.course import registry
-from autograder.grading.results import SYMBOL, Results, TaskResult
+from autograder.grading.results import SYMBOL, Results, TaskResult, TestResult
 
 
 def page_link(task_id: str) -> str:
@@ -50,8 +50,7 @@ def scorecard(
             out.append(
                 f"  {SYMBOL[t.status]} {t.task.id:<5}{t.task.title:<40}{t.status:>12}{t.earned:>5}/{t.points:<3}"
             )
-            if t.waits_for:
-                out.append(f"         waits for task {t.waits_for} ({registry.task(t.waits_for).title})")
+            out.extend(f"         {line}" for line in t.not_run())  # every check that did not run says why
     graded_tasks = [t for t in tasks if not t.task.bonus]
     bonus_tasks = [t for t in tasks if t.task.bonus]  # scored apart: never part of Total or of full marks
     out.append("-" * width)
@@ -91,14 +90,15 @@ def scorecard(
         kind = "bonus task" if target.bonus else "task"
         out.append(f"Next: {kind} {target.id} · {target.title} ({why})")
         out.append(f"      read {page_link(target.id)}, then run: {grade_command(target.id, impl_option)}")
-        out.append(f"      stuck? python -m autograder hint {target.id}")
-    failures = [
-        r
-        for t in tasks
-        for r in t.tests
-        if r.status not in ("passed", "not started") and not (hide_hidden and r.hidden)
-    ]
+        hint = check_hint(todo, hide_hidden) if target is todo.task else ""
+        if hint:  # one check fails: its own hint first, the task's general ones after
+            out.append(f"      hint: {hint}")
+            out.append(f"      stuck? python -m autograder hint {target.id} (the task's hints, a level at a time)")
+        else:
+            out.append(f"      stuck? python -m autograder hint {target.id}")
+    failures = [r for t in tasks for r in t.tests if shows_failure(r, hide_hidden)]
     if failures:
+        tasks_by_id = {t.task.id: t for t in tasks}
         out.append("")
         out.append("What went wrong".center(width, "-"))
         for r in failures[:max_failures]:
@@ -106,9 +106,26 @@ def scorecard(
             out.extend("    " + line for line in r.message.splitlines())
             out.append(f"    hint:     {r.hint}")
             out.append(f"    page:     {page_link(r.task)}")
+            skipped = [s for s in tasks_by_id[r.task].tests if s.skipped] if r.status == "timed out" else []
+            if skipped:  # one line for every check the timeout skipped, not one entry each
+                points = sum(s.points for s in skipped)
+                out.append(f"    then:     {len(skipped)} later checks of task {r.task} skipped ({points} pt)")
         if len(failures) > max_failures:
             out.append(f"… and {len(failures) - max_failures} more; grade one task at a time with --task.")
     return "\n".join(line.rstrip() for line in out)
+
+
+def shows_failure(r: TestResult, hide_hidden: bool = False) -> bool:
+    """A check listed under "What went wrong": it ran and did not pass (a check a timeout skipped is counted apart)."""
+    return r.status not in ("passed", "not started") and not r.skipped and not (hide_hidden and r.hidden)
+
+
+def check_hint(task: TaskResult, hide_hidden: bool = False) -> str:
+    """The hint of the one check of `task` that went wrong (its marker's `hint=`), or "" unless exactly one did."""
+    wrong = [r for r in task.tests if shows_failure(r)]
+    if len(wrong) != 1 or (hide_hidden and wrong[0].hidden):
+        return ""
+    return wrong[0].hint
 
 
 def text(results: Results, hide_hidden: bool = False) -> str:

@@ -1,0 +1,146 @@
+"""The scorecard always says why: every check that did not run says so under its task's line, a task that partly
+passed never reads "not started", a timeout's skipped checks take one line, and one failing check's hint comes first.
+
+The graded cases are the reference broken as a learner would break it (issue 17's cases); the others build
+results by hand and call the scorecard's helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from autograder.course import registry
+from autograder.grading import scorecard
+from autograder.grading.results import SKIPPED, Results
+from autograder.grading.results import TestResult as Check  # not a test class
+
+from .conftest import copy_of, grade
+
+ASSIGNING = [  # the backward closures of +, * (task 7.1's region) with `=` for `+=`
+    "            self.grad += out.grad\n",
+    "            other.grad += out.grad\n",
+    "            self.grad += other.data * out.grad\n",
+    "            other.grad += self.data * out.grad\n",
+]
+TANH = ("self.grad += (1 - t**2) * out.grad", "self.grad += (1 - t) * out.grad")  # a wrong local rule (task 5.1)
+
+
+def broken(tmp_path, file: str, *replacements: tuple[str, str]):
+    submission = copy_of("solutions", tmp_path)
+    path = submission / file
+    text = path.read_text()
+    for old, new in replacements:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    return submission
+
+
+def task_lines(output: str, task_id: str) -> list[str]:
+    """The task's line of the scorecard and the lines right under it (up to the next task or lesson)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(rf"  \S {re.escape(task_id)}\s", line))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("         "))
+    return lines[start:end]
+
+
+def test_checks_that_wait_inside_a_failed_task_say_why(tmp_path):
+    """`=` for `+=` and a wrong tanh: 7.1 fails, and its checks that wait for 5.1 say so in the same run."""
+    submission = broken(tmp_path, "engine.py", *((line, line.replace("+=", "=")) for line in ASSIGNING), TANH)
+    run = grade(submission, "--task", "7.1", tmp_path=tmp_path)
+    assert run.status == {"7.1": "failed"}, run.output[-3000:]
+    waiting = [r for r in run.results["extra_data"]["results"] if r["status"] == "not started"]
+    assert waiting and {r["waits_for"] for r in waiting} == {"5.1"}
+    lines = task_lines(run.output, "7.1")
+    assert lines[0].split()[:3] == ["✗", "7.1", "every"] and "failed" in lines[0]
+    assert lines[1:] == [f"         {len(waiting)} checks wait for task 5.1 (Value.tanh)"], run.output[-3000:]
+
+
+def test_a_task_that_partly_passed_is_in_progress_never_not_started(tmp_path):
+    """`+=` fixed, tanh still wrong: 7.1's own checks pass, the rest wait for 5.1, and the next step is 5.1."""
+    submission = broken(tmp_path, "engine.py", TANH)
+    run = grade(submission, "--task", "7.1", tmp_path=tmp_path)
+    assert run.status == {"7.1": "in progress"}, run.output[-3000:]
+    earned, most = run.score_by_task["7.1"]
+    assert 0 < earned < most
+    waiting = sum(r["status"] == "not started" for r in run.results["extra_data"]["results"])
+    lines = task_lines(run.output, "7.1")
+    assert lines[0].split()[:2] == ["◐", "7.1"] and "in progress" in lines[0] and "not started" not in lines[0]
+    assert lines[0].endswith(f"{earned}/{most}")
+    assert lines[1:] == [f"         {waiting} checks wait for task 5.1 (Value.tanh)"]
+    assert "Next: task 5.1 · Value.tanh (task 7.1 waits for it)" in run.output
+
+
+def test_a_timeout_shows_one_line_for_the_checks_it_skipped(tmp_path):
+    relu = '        out = Value(max(0.0, self.data), (self,), "ReLU")'
+    submission = broken(tmp_path, "engine.py", (relu, "        while True:\n            pass\n" + relu))
+    own = tmp_path / "results.json"  # the grader's own results: hidden checks' messages too
+    run = grade(submission, "--task", "8.6", "--check-timeout", "1", "--results-file", str(own), tmp_path=tmp_path)
+    assert run.status == {"8.6": "timed out"}, run.output[-3000:]
+    results = json.loads(own.read_text())["tests"]
+    skipped = [r for r in results if r["message"] == SKIPPED]
+    assert len(skipped) == len(results) - 1 > 1
+    assert task_lines(run.output, "8.6")[1:] == [
+        f"         {len(skipped)} checks skipped: an earlier check of this task timed out"
+    ]
+    card = run.output[run.output.index("What went wrong") :]
+    assert card.count("⏱ task 8.6") == 1 and SKIPPED not in card, card
+    points = sum(r["points"] for r in skipped)
+    assert f"    then:     {len(skipped)} later checks of task 8.6 skipped ({points} pt)" in card.splitlines()
+
+
+def test_one_failing_check_shows_its_own_hint_first(tmp_path):
+    """Task 1.1 with no ValueError for a bad h: the Next lines give that check's hint, not the task's first level."""
+    submission = broken(tmp_path, "derivatives.py", ("    ### BEGIN SOLUTION (task 1.1)\n    _check_step(h)\n", ""))
+    run = grade(submission, "--task", "1.1", tmp_path=tmp_path)
+    assert run.status == {"1.1": "failed"}, run.output[-3000:]
+    (failed,) = [r for r in run.results["extra_data"]["results"] if r["status"] == "failed"]
+    assert "ValueError" in failed["hint"] and failed["hint"] != registry.task("1.1").hints[0]
+    nexts = run.output[run.output.index("Next: task 1.1") :].splitlines()
+    assert nexts[2] == f"      hint: {failed['hint']}", nexts[:4]
+    assert nexts[3].startswith("      stuck? python -m autograder hint 1.1")
+
+
+# --- the scorecard's rules on results built by hand ------------------------------------------------------------------
+
+
+def _results(*tests: tuple[str, str, str, str]) -> Results:
+    """Results of checks given as (task, status, waits_for, message)."""
+    made = [
+        Check(f"t{i}", f"check {i}", task, 1, f"hint {i}", status=status, message=message, waits_for=waits)
+        for i, (task, status, waits, message) in enumerate(tests)
+    ]
+    return Results("x/", "", "", made, sorted({t[0] for t in tests}, key=registry.sort_key))
+
+
+def test_a_fresh_task_says_nothing_more_than_not_started():
+    task = _results(("1.1", "not started", "", "the stub"), ("1.1", "not started", "", "the stub")).tasks[0]
+    assert task.status == "not started" and task.not_run() == []
+
+
+def test_every_reason_a_check_did_not_run_is_counted_on_its_own_line():
+    task = _results(
+        ("7.1", "passed", "", ""),
+        ("7.1", "not started", "2.3", "waits"),
+        ("7.1", "not started", "2.3", "waits"),
+        ("7.1", "not started", "5.1", "waits"),
+        ("7.1", "not started", "", "the stub"),
+    ).tasks[0]
+    assert task.status == "in progress" and task.waits_for == "2.3"
+    assert task.not_run() == [
+        "2 checks wait for task 2.3 (Value.__add__ forward)",
+        "1 check waits for task 5.1 (Value.tanh)",
+        "1 check not started: the stub still raises NotImplementedError",
+    ]
+    whole = _results(("5.2", "not started", "2.3", "waits"), ("5.2", "not started", "2.3", "waits")).tasks[0]
+    assert whole.not_run() == ["waits for task 2.3 (Value.__add__ forward)"]
+
+
+def test_the_hint_comes_first_only_when_one_check_fails():
+    one = _results(("1.1", "passed", "", ""), ("1.1", "failed", "", "wrong"))
+    assert "      hint: hint 1" in scorecard.text(one).splitlines()
+    two = _results(("1.1", "failed", "", "wrong"), ("1.1", "failed", "", "wrong"))
+    assert not any(line.startswith("      hint:") for line in scorecard.text(two).splitlines())
+    timed_out = _results(("8.6", "timed out", "", "stopped"), ("8.6", "timed out", "", SKIPPED))
+    assert "      hint: hint 0" in scorecard.text(timed_out).splitlines()  # a skipped check is not a second failure
