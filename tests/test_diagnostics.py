@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -21,7 +23,7 @@ from autograder.kit.checks import CheckFailed, GraphsDiffer, expect_close, expec
 from autograder.worker.scenario import graph_report, sweep
 from solutions.engine import Value
 
-from .conftest import copy_of, grade
+from .conftest import REPO, copy_of, grade
 
 SLIP = ("            self.grad += other.data * out.grad\n", "            self.grad += self.data * out.grad\n")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -76,6 +78,31 @@ def test_draw_writes_the_learners_graph_with_the_wrong_grads_marked(broken_mul):
     assert nodes["x2 | data 0 | grad 0 ✗"] == [{"#fde0dc"}]
     assert nodes["x1 | data 2 | grad -1.5 ← here"] == [{"none"}]  # the reference's, where to look
     assert nodes["w1 | data -3 | grad 1"] == [{"none"}, {"none"}]  # right in both: unmarked
+
+
+def test_the_drawing_is_where_the_readme_and_the_message_say_it_is(broken_mul):
+    """Yours above the reference's: in the SVG, in the check's message, in the README's table and --draw's help."""
+    _, tests, drawings = broken_mul
+    root = ET.parse(drawings / "test_neuron_through_mul.svg").getroot()
+    tops = {}
+    for group in root.iter(f"{SVG}g"):
+        if group.get("class") == "cluster":
+            title = " ".join(t.text for t in group.iter(f"{SVG}text"))
+            points = group.find(f"{SVG}polygon").get("points").split()
+            tops[title.split(":")[0]] = min(float(p.split(",")[1]) for p in points)  # SVG's y grows downwards
+    assert tops["your graph"] < tops["the reference's graph"], tops
+    where = "above the reference's"
+    assert where in tests["test_neuron_through_mul"]["message"]
+    readme = (REPO / "README.md").read_text()
+    assert f"your graph {where} |" in readme and "next to the reference" not in readme
+    with pytest.raises(GraphsDiffer) as failure:
+        expect_same_grads(_report(_neuron, __add__=_doubling_add), _report(_neuron), "the neuron's grads")
+    draw_or_offer(failure.value, None, "test_neuron_through_add", "pytest autograder --task 5.2")
+    assert f"yours {where}" in failure.value.explain()
+    help_text = subprocess.run(
+        [sys.executable, "-m", "pytest", "autograder", "--help"], cwd=REPO, capture_output=True, text=True
+    ).stdout
+    assert where in " ".join(help_text.split())
 
 
 # --- the trusted helpers on reports made here ------------------------------------------------------------------------

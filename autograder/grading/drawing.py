@@ -1,4 +1,4 @@
-"""`--draw DIR`: a failed graph check as one SVG: the learner's graph, wrong grads in red, next to the reference's.
+"""`--draw DIR`: a failed graph check as one SVG: the learner's graph, wrong grads in red, above the reference's.
 
 A check that fails through `expect_same_grads` raises `GraphsDiffer`, which
 carries both graphs as plain data (`graph_report` of the same scenario, the
@@ -129,7 +129,7 @@ def draw_or_offer(failure: GraphsDiffer, directory: str | None, test_name: str, 
     if directory:
         draw(failure, Path(directory), test_name)
     else:
-        failure.drawing = f"`{command} --draw drawings` draws this graph, yours next to the reference's"
+        failure.drawing = f"`{command} --draw drawings` draws this graph, yours above the reference's"
 
 
 def draw(failure: GraphsDiffer, directory: Path, test_name: str) -> None:
