@@ -210,12 +210,8 @@ NUMBERS: dict[int, list[str]] = {
         "one of them is c itself: True",
         "after del c, c still exists: True",
         "after gc.collect(), c still exists: False",
-        "steps measured: 3 of each",
         "1.0 once per step",
-        "about 170 s",
-        "about 160 s",
-        "about 25–35 s",
-        "about 0.035 s",
+        ", 1 thread",
         "python tests/benchmarks/bench_demo.py",
     ],
 }
@@ -241,6 +237,85 @@ def test_every_python_block_runs_at_build_time():
             if not re.search(r'\bexec="(true|1|yes|on)"', match["opts"]):
                 loose.append(f"{path.relative_to(REPO)}: {match[0].strip()}")
     assert not loose, 'Python blocks that never run (add exec="true"):\n' + "\n".join(loose)
+
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\s*(?:python|py)\b(?P<opts>[^\n]*)\n", re.M)
+HIDDEN_LINE = re.compile(r"#\s*markdown-exec:\s*hide\s*$")
+
+
+def code_blocks(path: Path) -> list[dict]:
+    """The executed Python blocks of a page, in order: session, shown code, whether shown and collapsed, line."""
+    text = path.read_text()
+    lines = text.splitlines()
+    blocks = []
+    for match in FENCE.finditer(text):
+        opts, indent = match["opts"], match["indent"]
+        if not re.search(r'\bexec="(true|1|yes|on)"', opts):
+            continue
+        end = text.index(f"\n{indent}{match['ticks']}", match.end() - 1)
+        body = [line[len(indent) :] for line in text[match.end() : end + 1].splitlines()]
+        first = text.count("\n", 0, match.start())
+        # the block sits in a collapsed box (`??? note`, not `???+`) when the nearest line above it
+        # with less indentation opens one
+        enclosing = next(
+            (line for line in reversed(lines[:first]) if line.strip() and len(line) - len(line.lstrip()) < len(indent)),
+            "",
+        )
+        session = re.search(r'\bsession="([^"]+)"', opts)
+        blocks.append(
+            {
+                "session": session[1] if session else None,
+                "code": "\n".join(line for line in body if not HIDDEN_LINE.search(line)),
+                "shown": bool(re.search(r'\bsource="(above|below|tabbed-left|tabbed-right|material-block)"', opts)),
+                "collapsed": bool(re.match(r"\s*\?\?\?(?!\+)", enclosing)),
+                "line": first + 1,
+            }
+        )
+    return blocks
+
+
+def names_of(code: str) -> tuple[set[str], set[str]]:
+    """The global names a piece of code binds, and those it reads without binding them (builtins aside)."""
+    import builtins
+    import symtable
+
+    top = symtable.symtable(code, "<block>", "exec")
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    used = {s.get_name() for s in top.get_symbols() if s.is_referenced()}
+    scopes = list(top.get_children())
+    while scopes:
+        scope = scopes.pop()
+        used |= {s.get_name() for s in scope.get_symbols() if s.is_global() and s.is_referenced()}
+        scopes.extend(scope.get_children())
+    return bound, used - bound - set(dir(builtins))
+
+
+def test_shown_code_runs_as_copied():
+    """Copying a page's shown blocks in order gives code that runs: no name comes only from a hidden block.
+
+    A block in the flow of the page may use what the shown blocks of the flow above it define; a block in a
+    collapsed deep dive may also use what earlier deep dives define. Hidden blocks and lines marked
+    `# markdown-exec: hide` (the site's own plumbing) define nothing a learner has.
+    """
+    problems = []
+    for path in sorted(COURSE.glob("*.md")):
+        flow: dict[str | None, set[str]] = {}  # session -> names the shown blocks in the flow define
+        opened: dict[str | None, set[str]] = {}  # the same, with those of the collapsed blocks
+        for block in code_blocks(path):
+            if not block["shown"]:
+                continue
+            session = block["session"]
+            known = (opened if block["collapsed"] else flow).get(session, set()) if session else set()
+            bound, unbound = names_of(block["code"])
+            missing = unbound - known
+            if missing:
+                where = "a collapsed block" if block["collapsed"] else "the flow"
+                problems.append(f"{path.relative_to(REPO)}:{block['line']} ({where}) uses {sorted(missing)}")
+            if session:
+                opened.setdefault(session, set()).update(bound)
+                if not block["collapsed"]:
+                    flow.setdefault(session, set()).update(bound)
+    assert not problems, "shown code that does not run when copied in order:\n" + "\n".join(problems)
 
 
 EXTRA_PAGES = ("index.md", "recap.md")  # the pages that are not lessons
@@ -590,6 +665,34 @@ def test_dark_mode_figures_follow_the_text_colour(chromium, server):
         assert not v.errors and not v.outside
     finally:
         v.close()
+
+
+def test_lesson_13_output_figure_and_text_quote_one_measurement(visit):
+    """Lesson 13's timings: one run, named machine, one thread, a warm-up; the figure and the prose quote it."""
+    page = visit.open(page_path(registry.lesson(13)))
+    text = page.inner_text("article")
+    machine = re.search(r"^measured on: (.+)$", text, re.M)
+    assert machine and re.search(r", \d+ cores? \(", machine[1]), "the output does not name the machine"
+    assert re.search(r"^Python \S+, PyTorch \S+, 1 thread$", text, re.M)
+    assert "median time per step, after a warm-up step:" in text
+    times = {}
+    for label in ("reference, collector on", "reference, once per step", "PyTorch, tensors"):
+        found = re.search(rf"^\s*{re.escape(label)}:\s+(\S+) s \((\d+) steps\)$", text, re.M)
+        assert found, f"no time for {label}"
+        times[label], steps = found[1], int(found[2])
+        assert steps >= (100 if label.startswith("PyTorch") else 5), f"{label}: only {steps} steps"
+    on, once, tensors = times.values()
+
+    figure = page.locator("article figure", has_text="One step of the lesson-12 demo")
+    assert figure.count() == 1
+    labels = figure.locator("svg text").all_text_contents()
+    assert all(f"{t} s" in labels for t in (on, once, tensors)), f"the bars say {labels}, the output {times}"
+    assert all(f"{t} s" in figure.locator("svg").get_attribute("aria-label") for t in (on, once, tensors))
+    assert machine[1] in figure.locator("figcaption").inner_text()
+
+    prose = page.locator("article p", has_text="On this machine the collector made a step").inner_text()
+    assert f"takes {once} s a step" in prose and f"PyTorch's {tensors} s" in prose, prose
+    assert "about 0.035 s" not in text and "about 170 s" not in text  # no number the page does not measure
 
 
 def test_search_finds_a_lesson(visit):
