@@ -15,7 +15,7 @@ from autograder.grading import scorecard
 from autograder.grading.results import SKIPPED, Results
 from autograder.grading.results import TestResult as Check  # not a test class
 
-from .conftest import copy_of, grade
+from .conftest import REPO, copy_of, grade
 
 ASSIGNING = [  # the backward closures of +, * (task 7.1's region) with `=` for `+=`
     "            self.grad += out.grad\n",
@@ -144,3 +144,14 @@ def test_the_hint_comes_first_only_when_one_check_fails():
     assert not any(line.startswith("      hint:") for line in scorecard.text(two).splitlines())
     timed_out = _results(("8.6", "timed out", "", "stopped"), ("8.6", "timed out", "", SKIPPED))
     assert "      hint: hint 0" in scorecard.text(timed_out).splitlines()  # a skipped check is not a second failure
+
+
+def test_the_readmes_grading_times_are_the_benchmarks():
+    """No unmeasured promise ("a few seconds"): the intro's figures are those the benchmark's paragraph reports."""
+    readme = (REPO / "README.md").read_text()
+    assert "few seconds" not in readme
+    intro = re.search(r"the whole course in ([\d.]+) s, one lesson in ([\d.]+) s", readme)
+    measured = readme[readme.index("How fast, as `python tests/benchmarks/bench_grading.py` measured it") :]
+    assert intro and (REPO / "tests/benchmarks/bench_grading.py").exists()
+    assert f"the whole course {intro[1]} s with forked workers" in " ".join(measured.split())
+    assert f"one lesson (`--lesson 2`) {intro[2]} s" in " ".join(measured.split())
