@@ -733,3 +733,42 @@ def test_learner_text_reaches_the_terminal_and_the_results_escaped_and_capped(na
     written = json.dumps(run.results, ensure_ascii=False)
     assert "\x1b" not in written and "\ud800" not in written
     assert len(written) < 50_000, len(written)
+
+
+PROBE = """        import os
+        cmdlines = []
+        for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+            try:
+                cmdlines.append(open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace"))
+            except OSError:
+                pass
+        wrote = []
+        for folder in ("/run/lock", "/var/lock", "/dev/shm", "/tmp"):
+            try:
+                open(os.path.join(folder, "autograder-probe-" + str(os.getpid())), "w").write("left behind")
+                wrote.append(folder)
+            except OSError:
+                pass
+        secret = os.environ.get("COURSE_PROBE_SECRET", "none")
+        other = any("--impl" in c for c in cmdlines)
+        raise ValueError(f"probe: secret={secret} graders_seen={other} wrote={wrote}")"""
+
+
+def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(tmp_path):
+    """The grader's environment stays out of reach at every level; at `sandbox` so do the other processes'
+    command lines (the other submissions' folder names) and every folder that anyone may write."""
+    import glob
+    import json
+
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, PROBE))
+    before = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*"))
+    run = grade(submission, "--task", "2.2", tmp_path=tmp_path, env={"COURSE_PROBE_SECRET": "s3cret-value"})
+    said = json.dumps(run.results) + run.output
+    assert "probe: secret=" in said, run.output[-2000:]
+    assert "s3cret-value" not in said and "secret=none" in said
+    if AS_ROOT:
+        assert "graders_seen=False" in said
+        left = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*")) - before
+        assert not left, left

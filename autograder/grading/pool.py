@@ -383,13 +383,22 @@ def python() -> list[str]:
     return [sys.executable, "-S", "-m", "autograder.worker"]
 
 
+# What a worker keeps of the grader's environment: what Python and its libraries need to start and find their
+# files, nothing else (a token or a password in an instructor's or a container's environment stays out of reach).
+KEPT_ENV = {
+    "PATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH", "HOME", "USERPROFILE",
+    "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP", "TMPDIR", "LANG", "LANGUAGE",
+    "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8", "VIRTUAL_ENV", "CONDA_PREFIX",
+}  # fmt: skip
+
+
 def worker_env() -> dict:
-    """The workers' environment: the grader's, without its own settings, importing this very `autograder`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "AUTOGRADER"))}
+    """The workers' environment: a few of the grader's variables (`KEPT_ENV`), importing this very `autograder`."""
+    env = {k: v for k, v in os.environ.items() if k.upper() in KEPT_ENV}
     # the workers import the very `autograder` this process runs, whatever the install says (a moved checkout)
     package_root = str(Path(__file__).resolve().parents[2])
     folders = [package_root, *(p for p in sys.path if p and os.path.isdir(p))]
-    path = os.pathsep.join(dict.fromkeys(folders))
+    path = os.pathsep.join(dict.fromkeys(folders))  # PYTHONPATH's own entries are on sys.path already
     return {**env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
 
 

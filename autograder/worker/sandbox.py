@@ -125,7 +125,8 @@ def _private_mounts(hidden: list[str]) -> None:
             _check(c.mount(b"tmpfs", path.encode(), b"tmpfs", ro, b"size=4k,mode=0555"), f"hide {path}")
         elif os.path.exists(path):
             _check(c.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
-    covers = [(p, b"size=64m,mode=1777") for p in PRIVATE_TMP if os.path.isdir(p)]
+    shared = [p for p in shared_folders() if not _under(p, hidden)]  # /run/lock and the like: private too
+    covers = [(p, b"size=64m,mode=1777") for p in sorted({*PRIVATE_TMP, *shared}) if os.path.isdir(p)]
     closed = {blocking_ancestor(p) for p in interpreter} - {None}
     covers += [(p, b"size=1m,mode=0755") for p in sorted(closed) if not _under(p, PRIVATE_TMP)]
     for folder, options in covers:
@@ -138,6 +139,25 @@ def _private_mounts(hidden: list[str]) -> None:
             flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
             _check(c.mount(None, path.encode(), None, flags, None), f"read-only {path}")
         os.close(fd)
+    # its own /proc: the processes of its PID namespace only (the host's showed every grader's command line)
+    _check(c.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+
+
+def shared_folders(roots: tuple[str, ...] = ("/", "/run", "/var", "/var/lib", "/dev")) -> list[str]:
+    """Folders anyone may write (/run/lock and the like): at `sandbox` each worker gets an empty one of its own."""
+    found = []
+    for root in roots:
+        try:
+            entries = list(os.scandir(root))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mode & 0o002:
+                    found.append(entry.path)
+            except OSError:
+                pass
+    return sorted(p for p in found if p not in ("/proc", "/sys"))
 
 
 def _under(path: str, folders: list[str]) -> bool:
