@@ -772,3 +772,30 @@ def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(
         assert "graders_seen=False" in said
         left = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*")) - before
         assert not left, left
+
+
+def _has_memory_cgroup() -> bool:
+    from autograder.grading import isolation
+
+    run = isolation.memory_cgroup()
+    isolation.remove_cgroup(run)
+    return run is not None
+
+
+@pytest.mark.skipif(not AS_ROOT or not _has_memory_cgroup(), reason="needs root and a memory cgroup")
+def test_memory_that_the_address_space_limit_does_not_count_is_capped_too(tmp_path):
+    """Files in memory (memfd, written and never mapped) escaped RLIMIT_AS: the workers' cgroup counts them."""
+    import json
+
+    hog = """        import os
+        fds = [os.memfd_create(f"hog{i}") for i in range(20)]
+        for fd in fds:
+            os.write(fd, b"x" * (15 << 20))
+        raise ValueError(f"wrote {len(fds) * 15} MB")"""
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, hog))
+    run = grade(submission, "--task", "2.2", "--memory-limit", "200", tmp_path=tmp_path)
+    said = json.dumps(run.results)
+    assert run.status["2.2"] == "error", run.output[-2000:]
+    assert "wrote 300 MB" not in said and "memory limit" in said, said[-2000:]

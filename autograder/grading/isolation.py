@@ -69,3 +69,51 @@ def hidden_paths(paths: list[str]) -> list[str]:
         else:
             out.append(path)
     return sorted(set(out))
+
+
+def memory_cgroup() -> str | None:
+    """A memory cgroup for this run's workers (root on Linux, where the host offers one), or None.
+
+    Under it each worker makes its own, with the memory limit, so that everything it uses counts: RLIMIT_AS
+    counts only address space, and a file in a tmpfs or a memfd written but never mapped escapes it. Removed
+    by `remove_cgroup` once the workers are gone.
+    """
+    if sys.platform != "linux" or getattr(os, "geteuid", lambda: -1)() != 0:
+        return None
+    try:
+        own = dict(line.strip().split(":", 2)[1:] for line in open("/proc/self/cgroup") if line.count(":") >= 2)
+    except OSError:
+        return None
+    bases = []
+    if "memory" in own:  # cgroup v1: the memory hierarchy
+        bases.append("/sys/fs/cgroup/memory" + own["memory"])
+    if "" in own and os.path.exists("/sys/fs/cgroup/cgroup.subtree_control"):  # cgroup v2, where it is the root
+        bases.append("/sys/fs/cgroup" + own[""])
+    for base in bases:
+        run = os.path.join(base, f"autograder-{os.getpid()}")
+        try:
+            os.makedirs(run, exist_ok=True)
+            if os.path.exists(os.path.join(run, "memory.limit_in_bytes")):
+                return run
+            with open(os.path.join(run, "cgroup.subtree_control"), "w") as f:
+                f.write("+memory")  # v2: its children get memory.max
+            return run
+        except OSError:
+            remove_cgroup(run)
+    return None
+
+
+def remove_cgroup(run: str | None) -> None:
+    """Remove the run's cgroup and its workers' (all of their processes have ended)."""
+    if not run or not os.path.isdir(run):
+        return
+    for entry in os.scandir(run):
+        if entry.is_dir(follow_symlinks=False):
+            try:
+                os.rmdir(entry.path)
+            except OSError:
+                pass
+    try:
+        os.rmdir(run)
+    except OSError:
+        pass

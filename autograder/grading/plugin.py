@@ -52,7 +52,7 @@ from autograder.grading.results import SKIPPED, Results, TestResult
 from autograder.grading.verdicts import LearnerError
 from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
-from autograder.worker.wire import to_plain
+from autograder.worker.wire import PROCESSES, to_plain
 
 MAX_SOURCE = 1_000_000  # bytes of one learner file
 GRADER = pytest.StashKey["Grader"]()
@@ -198,8 +198,10 @@ class Grader:
         if self.config.getoption("draw"):  # made now, so that it can be hidden from the learner's code like the rest
             Path(self.config.getoption("draw")).mkdir(parents=True, exist_ok=True)
             hidden.append(self.config.getoption("draw"))
+        cgroup = isolation.memory_cgroup() if self.level != PROCESSES and self.memory_mb else None
+        self.memory_limit = "cgroup" if cgroup else "address space (RLIMIT_AS)" if sys.platform == "linux" else "none"
         self.workers = pool.Pool(
-            self.level, self.memory_mb, isolation.hidden_paths(hidden), self.start_method, self.zygotes
+            self.level, self.memory_mb, isolation.hidden_paths(hidden), self.start_method, self.zygotes, cgroup
         )
         plans = self.call_plans()
         # in the order their checks run (`pytest_collection_modifyitems`): torch's last

@@ -45,6 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder.grading import isolation
 from autograder.worker import wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
@@ -544,9 +545,16 @@ class Pool:
     """The workers of one grading run: one per task, started early, each called synchronously."""
 
     def __init__(
-        self, level: str, memory_mb: int, hidden: list[str], start: str = "auto", zygotes: Zygotes | None = None
+        self,
+        level: str,
+        memory_mb: int,
+        hidden: list[str],
+        start: str = "auto",
+        zygotes: Zygotes | None = None,
+        cgroup: str | None = None,
     ):
-        self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden}
+        # `cgroup`: the run's memory cgroup (`isolation.memory_cgroup`), under which each worker makes its own
+        self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden, "cgroup": cgroup}
         self.start = start_method(start)
         self.workers: dict[str, Worker] = {}
         self._all: list[Worker] = []
@@ -658,6 +666,7 @@ class Pool:
             self._zygotes.close()
         if self._listener is not None:
             self._listener.close()
+        isolation.remove_cgroup(self.options["cgroup"])  # its workers are gone: their cgroups are empty
         try:
             os.rmdir(self._cwd)
         except OSError:

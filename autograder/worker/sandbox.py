@@ -76,9 +76,13 @@ def enter_namespaces() -> None:
     _check(libc().unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
 
 
-def shut_in(level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: int = 16) -> None:
+def shut_in(
+    level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: int = 16, cgroup: str | None = None
+) -> None:
     """In the worker, before any learner code: apply the level's walls. Irreversible."""
     die_with_parent()
+    if cgroup and memory_mb:  # a memory limit that counts everything: memfd and tmpfs files too
+        join_memory_cgroup(cgroup, f"w{uid}", memory_mb)
     if level == SANDBOX:
         _private_mounts(hidden)
     elif level == PROCESSES and HAS_GROUPS and os.getpgid(0) != os.getpid():
@@ -90,6 +94,22 @@ def shut_in(level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: in
         os.setresuid(uid, uid, uid)
         libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     os.chdir("/tmp" if level == SANDBOX else _scratch())
+
+
+def join_memory_cgroup(run: str, name: str, memory_mb: int) -> None:
+    """Move this process into a memory cgroup of its own under the run's (`grading.isolation.memory_cgroup`)."""
+    folder = os.path.join(run, name)
+    os.mkdir(folder)
+    limit = str(memory_mb << 20)
+    v1 = os.path.exists(os.path.join(folder, "memory.limit_in_bytes"))
+    files = ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes") if v1 else ("memory.max", "memory.swap.max")
+    for file, value in zip(files, (limit, limit if v1 else "0"), strict=True):
+        path = os.path.join(folder, file)
+        if os.path.exists(path) or file == files[0]:
+            with open(path, "w") as f:
+                f.write(value)
+    with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+        f.write("0")  # this process, whatever its number in its own PID namespace
 
 
 def _scratch() -> str:
