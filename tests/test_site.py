@@ -385,6 +385,47 @@ def test_build_cache_runs_only_what_changed(tmp_path, monkeypatch):
     assert len(list(tmp_path.glob("*/*"))) == 6
 
 
+def test_a_page_never_shows_a_kept_output_beside_a_new_run(tmp_path, monkeypatch):
+    """A measurement kept from an earlier build and a figure drawn from a new run of it never meet on a page.
+
+    Editing a later block replays the earlier ones for their state; when a replay prints something else
+    than the kept output (a timing), the page is rendered again with the whole session run afresh, and what
+    is recorded for course/_build/executed/ is that one run.
+    """
+    sys.path.insert(0, str(COURSE / "_build"))
+    try:
+        import buildcache
+        import hooks
+    finally:
+        sys.path.remove(str(COURSE / "_build"))
+    monkeypatch.setattr(buildcache, "CACHE", tmp_path)
+    monkeypatch.delenv("COURSE_SITE_RERUN", raising=False)
+    monkeypatch.delenv("COURSE_SITE_CHECK", raising=False)
+    measure = "import time\nt = time.perf_counter_ns()\nprint(t)"  # a new number on every run
+
+    class Page:
+        def __init__(self, blocks):
+            self.blocks = blocks
+
+        def render(self, config, files):
+            self.content = [runner.run(code, session="s") for code in self.blocks]
+
+    runner = buildcache.BlockRunner("context", {})
+    Page([measure, "print(t)"]).render(None, None)
+    runner = buildcache.BlockRunner("context", {})  # the next build: the figure's code was edited
+    runner.page = "page.md"
+    monkeypatch.setattr(hooks, "_runner", runner)
+    page = Page([measure, "print('figure of', t)"])
+    page.render(None, None)
+    kept, figure = page.content
+    assert figure != f"figure of {kept}" and runner.diverged == {"s"}  # what the cache alone would show
+    first, figure = hooks._render_afresh(page, None, None)
+    assert figure == f"figure of {first}", "the page shows a measurement and a figure of another run"
+    assert runner.diverged == set() and runner.fresh == set()
+    assert [r["output"] for r in runner.committed.used["page.md"]] == [first, figure]
+    assert buildcache.BlockRunner("context", {}).run(measure, session="s") == first  # the cache keeps that run
+
+
 def test_committed_results_come_first_and_a_check_runs_nothing(tmp_path, monkeypatch, caplog):
     """A block whose result is committed does not run; a block that runs says so on mkdocs' log as it starts;
     a check build (`build --check`) runs nothing and names each block whose result is missing; the record

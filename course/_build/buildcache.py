@@ -162,7 +162,10 @@ class BlockRunner:
 
     Sessions are global to a build, as in markdown-exec. A block found in the cache is not run, so
     its session's globals miss what it defined: the first block of that session that has to run
-    replays the skipped blocks first, silently.
+    replays the skipped blocks first. A replay that prints something else than the kept output (a
+    timing, a set's order) puts the session in `diverged`: the page now shows a kept output next to
+    outputs computed from another run. `afresh(sessions)` forgets those sessions, so that the page's
+    next rendering runs all their blocks and reads nothing kept (the hooks render it again).
     """
 
     def __init__(
@@ -182,7 +185,9 @@ class BlockRunner:
         self.page = ""  # the page being built, set by the hooks
         self.chains: dict[str, str] = {}
         self.globals: dict[str, dict] = {}
-        self.skipped: dict[str, list[str]] = {}
+        self.skipped: dict[str, list[tuple[str, str]]] = {}  # session -> (code, kept output) not run yet
+        self.diverged: set[str] = set()  # sessions whose replay printed something else than what was kept
+        self.fresh: set[str] = set()  # sessions that read nothing kept: their blocks all run
         self.ran = 0  # blocks run in this build (not found in the committed results or the cache)
         self.number = 0  # blocks executed, replays included: names each one's module
 
@@ -204,7 +209,7 @@ class BlockRunner:
         key = self.key(code, session)
         local = _sha(self.machine, key) if self.machine else key
         cached = None
-        if not self.rerun:
+        if not self.rerun and session not in self.fresh:
             cached = self.committed.get(key)
             if cached is None and not self.check:
                 cached = read(local)
@@ -213,7 +218,7 @@ class BlockRunner:
             cached = ""
         if cached is not None:
             if session:
-                self.skipped.setdefault(session, []).append(code)
+                self.skipped.setdefault(session, []).append((code, cached))
             self._record(key, session, code, cached)
             return cached
         from markdown_exec import ExecutionError, code_block
@@ -221,8 +226,9 @@ class BlockRunner:
         log.info(f"course: running a block of {self.page or 'a page'}: {first_line(code)}")
         scope = self.globals.setdefault(session, {}) if session else {}
         try:
-            for earlier in self.skipped.pop(session, []):
-                self._exec(earlier, scope, session)
+            for earlier, kept in self.skipped.pop(session, []):
+                if self._exec(earlier, scope, session) != kept:
+                    self.diverged.add(session)
             output = self._exec(code, scope, session)
         except Exception as exc:
             tb = exc.__traceback__  # from the block's own frame on: the runner's frames are noise to a writer
@@ -235,6 +241,17 @@ class BlockRunner:
             write(local, output)
             self._record(key, session, code, output)
         return output
+
+    def afresh(self, sessions: set[str]) -> None:
+        """Forget what these sessions ran, skipped and recorded on this page: their blocks all run again."""
+        for session in sessions:
+            self.globals.pop(session, None)
+            self.skipped.pop(session, None)
+            self.chains.pop(session, None)
+        self.diverged -= sessions
+        self.fresh |= sessions
+        results = self.committed.used.get(self.page, [])
+        results[:] = [r for r in results if r.get("session") not in sessions]
 
     def _record(self, key: str, session: str, code: str, output: str) -> None:
         self.committed.use(self.page, {"key": key, "session": session, "code": code, "output": output})

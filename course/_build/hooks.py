@@ -22,8 +22,10 @@
   runs nothing; whatever does run is announced on mkdocs' log as it starts.
 - Runs the pages' Python blocks (markdown-exec) through `buildcache.BlockRunner`:
   a block whose code, session and sources are unchanged is not run again, so a
-  warm build runs nothing. The grader runs that lesson 0 shows are cached the
-  same way. Each page's build cost goes to `.cache/site/build-times.json`.
+  warm build runs nothing. A page on which a replayed block printed something
+  else than its kept output is rendered again with that session run afresh.
+  The grader runs that lesson 0 shows are cached the same way. Each page's
+  build cost goes to `.cache/site/build-times.json`.
 - Converts the math that `pymdownx.arithmatex` (generic mode) leaves in the
   HTML into MathML with `latex2mathml`, at build time: the browser needs no
   script and no font from elsewhere. A long inline formula is cut into pieces
@@ -714,7 +716,24 @@ def _number_figures(content: str) -> str:
     )
 
 
+def _render_afresh(page, config, files) -> str:
+    """Render the page again with its diverged sessions run afresh, so that all its outputs come from one run.
+
+    A block replayed for its state printed something else than its kept output (a timing, the order of a
+    set): the page would show the kept output next to blocks computed from the new run.
+    """
+    sessions = set(_runner.diverged)
+    _runner.afresh(sessions)
+    try:
+        page.render(config, files)
+    finally:
+        _runner.fresh -= sessions
+    return page.content
+
+
 def on_page_content(content: str, page, config, files):
+    if _runner and _runner.diverged:
+        content = _render_afresh(page, config, files)
     content = _number_figures(MATH.sub(lambda m: _mathml(m, page.file.src_path), content))
     _timings[page.file.src_path] = time.perf_counter() - _timings[page.file.src_path]
     return content
