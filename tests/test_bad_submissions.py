@@ -751,7 +751,14 @@ PROBE = """        import os
                 pass
         secret = os.environ.get("COURSE_PROBE_SECRET", "none")
         other = any("--impl" in c for c in cmdlines)
-        raise ValueError(f"probe: secret={secret} graders_seen={other} wrote={wrote}")"""
+        import socket
+        try:
+            socket.socket(socket.AF_UNIX).connect("/run/autograder-probe.sock")
+            reached = True
+        except OSError:
+            reached = False
+        devices = sorted(os.listdir("/dev"))
+        raise ValueError(f"probe: secret={secret} graders_seen={other} wrote={wrote} socket={reached} dev={devices}")"""
 
 
 def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(tmp_path):
@@ -764,12 +771,27 @@ def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(
     engine = submission / "engine.py"
     engine.write_text(engine.read_text().replace(REPR, PROBE))
     before = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*"))
-    run = grade(submission, "--task", "2.2", tmp_path=tmp_path, env={"COURSE_PROBE_SECRET": "s3cret-value"})
+    listening = None
+    if AS_ROOT:  # a host socket, like syslog's /dev/log or D-Bus's /run/dbus/system_bus_socket
+        import socket
+
+        listening = socket.socket(socket.AF_UNIX)
+        Path("/run/autograder-probe.sock").unlink(missing_ok=True)
+        listening.bind("/run/autograder-probe.sock")
+        os.chmod("/run/autograder-probe.sock", 0o777)
+        listening.listen()
+    try:
+        run = grade(submission, "--task", "2.2", tmp_path=tmp_path, env={"COURSE_PROBE_SECRET": "s3cret-value"})
+    finally:
+        if listening:
+            listening.close()
+            Path("/run/autograder-probe.sock").unlink(missing_ok=True)
     said = json.dumps(run.results) + run.output
     assert "probe: secret=" in said, run.output[-2000:]
     assert "s3cret-value" not in said and "secret=none" in said
     if AS_ROOT:
-        assert "graders_seen=False" in said
+        assert "graders_seen=False" in said and "socket=False" in said
+        assert "'fuse'" not in said and "'kmsg'" not in said and "'null'" in said, said[-1500:]
         left = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*")) - before
         assert not left, left
 

@@ -145,6 +145,7 @@ def _private_mounts(hidden: list[str]) -> None:
             _check(c.mount(b"tmpfs", path.encode(), b"tmpfs", ro, b"size=4k,mode=0555"), f"hide {path}")
         elif os.path.exists(path):
             _check(c.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
+    _minimal_dev_and_run(c)  # no host socket (/dev/log, /run/dbus, /run/docker.sock), no device but the harmless
     shared = [p for p in shared_folders() if not _under(p, hidden)]  # /run/lock and the like: private too
     covers = [(p, b"size=64m,mode=1777") for p in sorted({*PRIVATE_TMP, *shared}) if os.path.isdir(p)]
     closed = {blocking_ancestor(p) for p in interpreter} - {None}
@@ -161,6 +162,25 @@ def _private_mounts(hidden: list[str]) -> None:
         os.close(fd)
     # its own /proc: the processes of its PID namespace only (the host's showed every grader's command line)
     _check(c.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+
+
+DEVICES = ("null", "zero", "full", "random", "urandom")  # what a program may need of /dev
+
+
+def _minimal_dev_and_run(c) -> None:
+    """An empty /run, and a /dev with only DEVICES (bound from the host's) and the usual links."""
+    keep = {name: os.open(f"/dev/{name}", os.O_PATH) for name in DEVICES if os.path.exists(f"/dev/{name}")}
+    _check(c.mount(b"tmpfs", b"/dev", b"tmpfs", MS_NOSUID | MS_NOEXEC, b"size=64k,mode=0755"), "minimal /dev")
+    for name, fd in keep.items():
+        open(f"/dev/{name}", "w").close()
+        _check(c.mount(f"/proc/self/fd/{fd}".encode(), f"/dev/{name}".encode(), None, MS_BIND, None), f"/dev/{name}")
+        os.close(fd)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1")):
+        os.symlink(target, f"/dev/{name}")
+    os.symlink("/proc/self/fd/2", "/dev/stderr")
+    os.mkdir("/dev/shm")  # a private tmpfs is mounted on it with the other shared folders
+    if os.path.isdir("/run"):
+        _check(c.mount(b"tmpfs", b"/run", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755"), "empty /run")
 
 
 def shared_folders(roots: tuple[str, ...] = ("/", "/run", "/var", "/var/lib", "/dev")) -> list[str]:
