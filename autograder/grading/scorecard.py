@@ -148,7 +148,10 @@ def gradescope_results(results: Results) -> dict:
     tests = []
     for t in tasks:
         lines = [f"{t.status}: {t.earned}/{t.points} points" + (" (bonus, extra credit)" if t.task.bonus else "")]
+        lines.extend(t.not_run())  # why the checks that did not run did not
         for r in t.tests:
+            if r.skipped:  # counted once, in the line above
+                continue
             lines.append(f"{SYMBOL[r.status]} {r.description} ({r.status})")
             if r.status != "passed" and not r.hidden:
                 lines.extend("    " + line for line in r.message.splitlines())
