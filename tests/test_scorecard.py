@@ -142,6 +142,7 @@ def test_every_reason_a_check_did_not_run_is_counted_on_its_own_line():
 def test_the_hint_comes_first_only_when_one_check_fails():
     one = _results(("1.1", "passed", "", ""), ("1.1", "failed", "", "wrong"))
     assert "      hint: hint 1" in scorecard.text(one).splitlines()
+    assert "      hint: hint 1" in scorecard.progress(one).splitlines()  # watch mode's view says it too
     two = _results(("1.1", "failed", "", "wrong"), ("1.1", "failed", "", "wrong"))
     assert not any(line.startswith("      hint:") for line in scorecard.text(two).splitlines())
     timed_out = _results(("8.6", "timed out", "", "stopped"), ("8.6", "timed out", "", SKIPPED))

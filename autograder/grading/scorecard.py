@@ -229,6 +229,9 @@ def progress(
             target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
         out.append(f"Next: {'bonus task' if target.bonus else 'task'} {target.id} · {target.title} ({why})")
         out.append(f"      read {page_link(target.id)}")
+        hint = check_hint(todo) if target is todo.task else ""
+        if hint:  # one check fails: its own hint first, as on the scorecard
+            out.append(f"      hint: {hint}")
         out.append(
             f"      stuck? python -m autograder hint {target.id}   "
             f"alone: {grade_command(target.id, results.impl_option)}"
