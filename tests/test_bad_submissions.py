@@ -821,3 +821,4 @@ def test_memory_that_the_address_space_limit_does_not_count_is_capped_too(tmp_pa
     said = json.dumps(run.results)
     assert run.status["2.2"] == "error", run.output[-2000:]
     assert "wrote 300 MB" not in said and "memory limit" in said, said[-2000:]
+    assert run.results["extra_data"]["memory_limit"] == "cgroup"

@@ -43,6 +43,10 @@ if how == "answers nobody's question":
     send({"id": 7, "ok": "made up"})
 if how == "dies idle":
     sys.exit(0)
+if how == "dies with the request unread":
+    import select
+    select.select([sock], [], [])
+    os._exit(3)
 request = read()
 if how == "answers":
     send({"id": request["id"], "ok": request["args"]})
@@ -108,6 +112,13 @@ def test_a_worker_that_dies_mid_call_costs_that_call():
     with pytest.raises(pool.WorkerGone, match="ended without an answer") as caught:
         ask(worker)
     assert type(caught.value) is pool.WorkerGone and not caught.value.timed_out
+
+
+def test_a_worker_that_dies_with_the_request_unread_ended_too():
+    """Its socket then reports a reset connection: that is an end, not something it sent."""
+    worker, _ = stand_in("dies with the request unread")
+    with pytest.raises(pool.WorkerGone, match="ended without an answer"):
+        ask(worker)
 
 
 def test_a_worker_that_may_have_been_running_ahead_is_not_charged_for_dying():

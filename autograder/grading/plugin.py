@@ -199,7 +199,8 @@ class Grader:
             Path(self.config.getoption("draw")).mkdir(parents=True, exist_ok=True)
             hidden.append(self.config.getoption("draw"))
         cgroup = isolation.memory_cgroup() if self.level != PROCESSES and self.memory_mb else None
-        self.memory_limit = "cgroup" if cgroup else "address space (RLIMIT_AS)" if sys.platform == "linux" else "none"
+        limit = "cgroup" if cgroup else "address space (RLIMIT_AS)" if sys.platform == "linux" else "none"
+        self.results.memory_limit = limit if self.memory_mb else "none"
         self.workers = pool.Pool(
             self.level, self.memory_mb, isolation.hidden_paths(hidden), self.start_method, self.zygotes, cgroup
         )

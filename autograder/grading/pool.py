@@ -263,7 +263,10 @@ class Worker:
             if left <= 0:
                 raise TimeoutError
             self.sock.settimeout(left)
-            chunk = self.sock.recv(min(missing, 1 << 20))
+            try:
+                chunk = self.sock.recv(min(missing, 1 << 20))
+            except ConnectionResetError:  # it died with our request unread: ended, like any other end
+                chunk = b""
             if not chunk:
                 raise wire.Closed("end of stream")
             chunks.append(chunk)

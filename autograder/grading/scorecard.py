@@ -177,6 +177,7 @@ def gradescope_results(results: Results) -> dict:
         "extra_data": {
             "status": {t.task.id: t.status for t in tasks},
             "isolation": isolation,
+            "memory_limit": results.memory_limit,
             "bonus": results.bonus,
             "bonus_max": results.bonus_max,
             "results": [{**asdict(r), "message": "" if r.hidden else r.message} for t in tasks for r in t.tests],
