@@ -120,9 +120,9 @@ class Results:
     impl_option: str  # the `--impl ...` to repeat in suggested commands ("" for exercises/)
     isolation: str  # the isolation level the learner's code ran under
     tests: list[TestResult] = field(default_factory=list)
-    memory_limit: str = ""  # what enforced --memory-limit: "cgroup", "address space (RLIMIT_AS)" or "none"
     selected: list[str] = field(default_factory=list)  # the task ids this run graded
     complete: bool = True  # False while the run is still going (a batch reads partial results)
+    memory_limit: str = ""  # what enforced --memory-limit: "cgroup", "address space (RLIMIT_AS)" or "none"
 
     @property
     def tasks(self) -> list[TaskResult]:
