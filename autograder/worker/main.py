@@ -38,7 +38,6 @@ import select
 import signal
 import socket
 import sys
-import traceback
 
 from autograder.worker import sandbox, wire
 from autograder.worker import scenario as scenario_kit
@@ -292,6 +291,8 @@ def run_worker(sock: socket.socket, options: dict) -> None:
 
 
 def _say_why_not_started(sock: socket.socket, exc: BaseException) -> None:
+    import traceback  # here: every spawned worker would pay for importing it, and only a broken one uses it
+
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
     try:

@@ -17,10 +17,12 @@ Its first argument is `impl`: the graded code as the task sees it
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing's import is most of a worker's start-up cost of this module
+if TYPE_CHECKING:
+    from typing import Any
 
 SCENARIO_FLAG = "__scenario__"
 
@@ -122,6 +124,8 @@ def _graph_report(root, names: dict[str, Any]) -> dict:
                 raise ValueError(f"more than {MAX_GRAPH_NODES} nodes")
             stack.append((v, True))
             stack.extend((c, False) for c in _children(v))
+    import hashlib  # here, not at the top: most workers never draw a graph, and every one would pay for it
+
     key = {}  # id -> sort key of the node among its siblings
     for v in post:
         own = f"{getattr(v, 'label', '')}\0{_rounded(data_of(v))}"

@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 import socket
 import struct
-from typing import Any
+
+TYPE_CHECKING = False  # typing's import is most of a worker's start-up cost of this module
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_FRAME = 4 * 1024 * 1024  # bytes of one answer: enough for any scenario's data, far less than a flood
 MAX_DEPTH = 32
