@@ -260,16 +260,13 @@ class Grader:
             self.start_workers()
 
     def load_trusted_inputs(self) -> None:
-        """Read everything a verdict depends on before any learner code runs (which, at `processes`, could write it).
+        """Read what a verdict depends on before any learner code runs (which, at `processes`, could write it).
 
-        The reference is imported (the judgements compute expected values with it), and the sources sent to
-        workers are read once, here: a worker that rewrites a file of the grader's later changes nothing the
-        run uses. The grading tests themselves are imported by pytest as it collects them; `lessons_changed`
-        looks at them again at the end.
+        The sources sent to workers are read once, here. The grading tests, the kit and the reference are
+        imported later (by pytest as it collects, and by the judgements: importing torch for the reference's
+        PyTorch bridge would cost every run a second), so their digest is taken now and compared when the run
+        ends: a run during which they changed is void.
         """
-        if has_sources():
-            for path in sorted(SOLUTIONS.glob("*.py")):
-                importlib.import_module(f"solutions.{path.stem}")
         for task_id in filter(self.selects, registry.TASKS):
             if has_sources() and not registry.task(task_id).runs_whole:
                 reference_without(task_id)
@@ -560,9 +557,9 @@ def answer_key(fn, args: tuple, kwargs: dict) -> str:
 
 
 def lessons_digest() -> str:
-    """A digest of the grading tests and the judgement kit, to tell whether they changed during a run."""
+    """A digest of the grading tests, the judgement kit and the reference, to tell whether they changed in a run."""
     digest = hashlib.sha256()
-    for path in sorted([*LESSONS.glob("*.py"), *(LESSONS.parent / "kit").glob("*.py")]):
+    for path in sorted([*LESSONS.glob("*.py"), *(LESSONS.parent / "kit").glob("*.py"), *SOLUTIONS.glob("*.py")]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
