@@ -19,11 +19,22 @@ from .nn import MLP, Module
 
 
 def moons(n_samples: int = 100, noise: float = 0.1, seed: int = 1) -> tuple[list[list[float]], list[int]]:
-    """Two interleaving half-moons from scikit-learn, with labels mapped from 0/1 to -1/+1."""
-    from sklearn.datasets import make_moons
+    """Two interleaving half-moons, labelled -1 and +1: scikit-learn's `make_moons`, point for point.
 
-    X, y = make_moons(n_samples=n_samples, noise=noise, random_state=seed)
-    return X.tolist(), [int(label) * 2 - 1 for label in y]
+    Made here with NumPy as scikit-learn makes them (the same points for the same seed), so that the course
+    does not install scikit-learn and SciPy (about 190 MB) for one data set.
+    """
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    n_out, n_in = n_samples // 2, n_samples - n_samples // 2
+    t_out, t_in = np.linspace(0, np.pi, n_out), np.linspace(0, np.pi, n_in)
+    X = np.vstack([np.append(np.cos(t_out), 1 - np.cos(t_in)), np.append(np.sin(t_out), 1 - np.sin(t_in) - 0.5)]).T
+    y = np.append(np.zeros(n_out, dtype=int), np.ones(n_in, dtype=int))
+    order = np.arange(n_samples)
+    rng.shuffle(order)  # shuffled first, then the noise: make_moons' order of draws
+    X = X[order] + rng.normal(scale=noise, size=(n_samples, 2))
+    return X.tolist(), [int(label) * 2 - 1 for label in y[order]]
 
 
 def classifier_model(seed: int = 1337) -> MLP:
