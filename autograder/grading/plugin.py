@@ -558,10 +558,7 @@ def answer_key(fn, args: tuple, kwargs: dict) -> str:
 
 def lessons_digest() -> str:
     """A digest of the grading tests, the judgement kit and the reference, to tell whether they changed in a run."""
-    digest = hashlib.sha256()
-    for path in sorted([*LESSONS.glob("*.py"), *(LESSONS.parent / "kit").glob("*.py"), *SOLUTIONS.glob("*.py")]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return caches.sources_digest((LESSONS, LESSONS.parent / "kit", SOLUTIONS))
 
 
 @cache

@@ -50,7 +50,6 @@ from autograder.worker import wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
 DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
-IDLE_EOF_GRACE = 0.0  # a worker's socket is looked at, without waiting, before each request
 STACK_LINE = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$', re.MULTILINE)
 POSIX_SOCKETS = os.name == "posix" and importlib.util.find_spec("fcntl") is not None  # a child can inherit one
 
@@ -217,7 +216,7 @@ class Worker:
         Bytes written while the worker ran planned calls `ahead` may come from a call this run never makes:
         then a fresh worker, with no plan, decides.
         """
-        if not select.select([self.sock], [], [], IDLE_EOF_GRACE)[0]:
+        if not select.select([self.sock], [], [], 0)[0]:  # a look, without waiting
             return
         try:
             self.sock.setblocking(False)
