@@ -294,6 +294,43 @@ for _f in _gc.get_objects():
         verdict_attack=True,
     ),
     Bad(
+        "calls_its_siblings_in_a_circle",  # each passes over the reference of the others; together they recurse
+        {
+            "derivatives.py": [
+                (FORWARD, "    return partial_derivative(lambda t: fn(t), [x], 0, h)"),
+                (
+                    "    _check_step(h)\n    return (fn(x + h) - fn(x - h)) / (2 * h)",
+                    "    return forward_difference(fn, x - h, 2 * h)",
+                ),
+                (
+                    "    nudged = list(args)\n    nudged[i] += h\n    return (fn(*nudged) - fn(*args)) / h",
+                    "    return forward_difference(lambda t: fn(*args[:i], t, *args[i + 1 :]), args[i], h)",
+                ),
+            ]
+        },
+        {"1.1": "error|failed", "1.2": "error|failed", "1.3": "error|failed"},
+        "RecursionError",
+    ),
+    Bad(
+        "derives_by_hand_with_a_later_lessons_backward",  # task 4.2 through the reference's backward (task 6.1)
+        {
+            "backprop_by_hand.py": [
+                (
+                    "    e = a * b\n    d = e + c\n",
+                    """    a, b, c, f = Value(a), Value(b), Value(c), Value(f)
+    e = a * b
+    d = e + c
+    L = d * f
+    L.backward()
+    return {"L": L.grad, "f": f.grad, "d": d.grad, "c": c.grad, "e": e.grad, "a": a.grad, "b": b.grad}
+""",
+                )
+            ]
+        },
+        {"4.2": "error|failed|not started"},
+        "6.1",
+    ),
+    Bad(
         "writes_frames_that_are_not_answers",
         {
             "engine.py": [
@@ -623,9 +660,7 @@ def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> No
         assert scores[task_id] < full[task_id][0]
     for task_id, (points, _) in full.items():
         assert scores[task_id] <= points
-        waiting = registry.task(task_id).runs_whole and any(
-            scores[t] < full[t][0] for t in registry.prerequisites(task_id)
-        )
+        waiting = registry.task(task_id).runs_whole and any(scores[t] < full[t][0] for t in registry.waits_for(task_id))
         if waiting:  # a capstone runs the whole engine only once every task of it passes
             assert status[task_id] == "not started", (task_id, status[task_id])
         elif task_id not in bad.lost and task_id not in bad.may_lose:

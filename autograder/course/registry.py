@@ -518,10 +518,43 @@ def sort_key(task_id: str) -> tuple[int, int]:
     return int(lesson_number), int(number)
 
 
-def prerequisites(task_id: str) -> list[str]:
+def waits_for(task_id: str) -> list[str]:
     """For a capstone, the tasks whose code it runs whole; for any other task, none."""
     from autograder.course.regions import all_regions
 
     files = task(task_id).runs_whole
     ids = {t for r in all_regions() if r.module in files for t in r.tasks}
     return sorted((t for t in ids if not task(t).bonus), key=sort_key)
+
+
+# What a task's checks run through in its own lesson (or a later one), besides the lessons before it: the reference
+# of these tasks sits under the learner's code in the task's worker, so that a bug there is not charged twice.
+# `tests/test_prerequisites.py` grades each task over these alone.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "2.2": ("2.1",),  # every check makes Values
+    "2.3": ("2.1",),
+    "2.4": ("2.1", "2.3"),
+    "3.1": ("5.1",),  # the graphs drawn show grads: the checks' sweep runs each node's _backward
+    "3.2": ("3.1", "5.1", "5.2", "5.3"),
+    "4.3": ("5.2", "5.3"),
+    "5.1": ("5.2", "5.3"),  # a neuron's backward runs through all three rules
+    "5.2": ("5.1", "5.3"),
+    "5.3": ("5.1", "5.2"),
+    # lesson 8's checks build expressions that mix all of its operations; none of them can stand in for another
+    **{f"8.{n}": tuple(f"8.{m}" for m in range(1, 7) if m != n) for n in range(1, 7)},
+    "10.3": ("10.1", "10.2"),  # a Layer is made of Neurons, an MLP of Layers
+    "10.4": ("10.1", "10.2", "10.3"),
+    "11.3": ("11.1", "11.2"),  # the loop computes the loss and takes the steps
+    "12.4": ("12.1", "12.2", "12.3"),
+    "13.2": ("13.1",),  # cross_entropy takes a log
+}
+
+
+def prerequisites(task_id: str) -> frozenset[str]:
+    """The tasks whose reference code a task's worker holds: every task of the earlier lessons that are not
+    bonus lessons, and the ones `NEEDS` names. No other reference code is in reach of the task's code: any other
+    task's code it calls is the learner's own (three functions calling each other in a circle recurse forever).
+    """
+    number = LESSON_OF[task_id].number
+    earlier = {t.id for lesson in LESSONS if lesson.number < number and not lesson.bonus for t in lesson.tasks}
+    return frozenset(earlier | set(NEEDS.get(task_id, ())))

@@ -49,9 +49,10 @@ def generate(text: str, module: str, keep: frozenset[str] = frozenset(), filenam
     return _stub_regions(text, module, filename, lambda region: region.task in keep)
 
 
-def without_task(text: str, module: str, task_id: str, filename: str = "<solution>") -> str:
-    """The solution file with only the regions of `task_id` turned into stubs (what a task's worker holds)."""
-    return _stub_regions(text, module, filename, lambda region: task_id not in region.tasks)
+def for_task(text: str, module: str, task_id: str, kept: frozenset[str], filename: str = "<solution>") -> str:
+    """The solution file as the worker of `task_id` holds it: every region a stub, except those of a task in `kept`
+    (its prerequisites), and never one of `task_id`'s own (a region shared by tasks belongs to each of them)."""
+    return _stub_regions(text, module, filename, lambda r: task_id not in r.tasks and bool(kept & set(r.tasks)))
 
 
 def _stub_regions(text: str, module: str, filename: str, solved) -> str:

@@ -68,7 +68,7 @@ def workers_start() -> Finding:
     """Start one worker as a grading run does, and have it run a scenario."""
     level = isolation.best_level()
     workers = pool.Pool(level, MEMORY_LIMIT_MB, [], pool.start_method())
-    setup = {"op": "setup", "task": "0.0", "module": "probe", "owners": [], "other_owners": []}
+    setup = {"op": "setup", "task": "0.0", "module": "probe", "owners": [], "prerequisite_owners": []}
     request = {"op": "run", "file": "probe", "name": "probe", "args": [], "kwargs": {}, "source": PROBE}
     started = time.monotonic()
     try:

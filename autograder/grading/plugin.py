@@ -171,16 +171,17 @@ class Grader:
     def setup_for(self, task_id: str) -> dict:
         module = module_of(task_id)
         owners = owners_of(task_id)
-        others = {r.owner for r in all_regions() if r.module == module and task_id not in r.tasks} - owners
+        needed = registry.prerequisites(task_id)
+        under = {r.owner for r in all_regions() if r.module == module and needed & set(r.tasks)} - owners
         whole = not has_sources() or bool(registry.task(task_id).runs_whole)  # no reference underneath
         return {
             "op": "setup",
             "task": task_id,
             "module": module,
             "owners": sorted(owners),
-            "other_owners": sorted(others),
+            "prerequisite_owners": sorted(under),
             "learner": self.learner_sources(learner_files(task_id)),
-            "reference": None if whole else reference_without(task_id),
+            "reference": None if whole else reference_for(task_id),
             "scenarios": {name: scenario_source(name) for name in lesson_modules(task_id)},
         }
 
@@ -269,7 +270,7 @@ class Grader:
         """
         for task_id in filter(self.selects, registry.TASKS):
             if has_sources() and not registry.task(task_id).runs_whole:
-                reference_without(task_id)
+                reference_for(task_id)
             for name in lesson_modules(task_id):
                 scenario_source(name)
         self.lesson_digest = lessons_digest()
@@ -334,12 +335,12 @@ class Grader:
     def stop_capstones_waiting_for(self, task_id: str) -> None:
         """A capstone that now can only wait for `task_id` stops running its planned calls (they may hang)."""
         for capstone in self.results.selected:
-            if self.workers and registry.task(capstone).runs_whole and task_id in registry.prerequisites(capstone):
+            if self.workers and registry.task(capstone).runs_whole and task_id in registry.waits_for(capstone):
                 self.workers.stop(capstone)
 
     def check_prerequisites(self, task_id: str) -> None:
         """A capstone runs once every task whose code it runs has passed in this same run."""
-        needed = registry.prerequisites(task_id) if registry.task(task_id).runs_whole else []
+        needed = registry.waits_for(task_id) if registry.task(task_id).runs_whole else []
         if not needed:
             return
         # a task this run does not grade (`--lesson 12`) is taken as done: the capstone then finds its bugs itself
@@ -428,12 +429,17 @@ def learner_files(task_id: str) -> list[str]:
 
 
 @cache
-def reference_without(task_id: str) -> dict[str, str]:
-    """The reference's sources with every region of `task_id` turned back into its stub."""
-    from autograder.export.stubs import without_task
+def reference_for(task_id: str) -> dict[str, str]:
+    """The reference's sources as a task's worker holds them: solved only where a prerequisite of the task is.
 
+    Every other region is turned back into its stub, the task's own among them: a delegation to the reference
+    finds nothing that solves the task, and calling the code of a task that is not a prerequisite raises.
+    """
+    from autograder.export.stubs import for_task
+
+    needed = registry.prerequisites(task_id)
     return {
-        path.stem: without_task(path.read_text(), path.stem, task_id, str(path))
+        path.stem: for_task(path.read_text(), path.stem, task_id, needed, str(path))
         for path in sorted(SOLUTIONS.glob("*.py"))
         if path.stem != "__init__"
     }

@@ -1,17 +1,20 @@
-"""Inside the worker: the learner's code for one task, over the reference code of every *other* task.
+"""Inside the worker: the learner's code for one task, over the reference code of its prerequisites.
 
 The trusted side sends the sources: the learner's files, and the reference
-with the graded task's regions already turned back into stubs, so delegating
-to the reference finds nothing for that task. Here they become modules:
+with every region turned back into its stub except the prerequisites' (the
+earlier lessons' tasks and the ones the registry names), so delegating to the
+reference finds nothing for this task or any other. Here they become modules:
 
 - the reference files form the private package `_reference`;
 - the learner's file for the task is executed in a private package whose
   sibling modules are the reference ones (the learner's `nn.py` imports the
   reference `Value`), then its top-level functions and classes that belong to
-  other tasks are swapped for the reference's;
-- `hybrid_value` makes a `Value` class that is the reference's except for the
-  task's own methods (and helper methods the learner added), so that
-  `__pow__`'s checks do not depend on the learner's `__add__`.
+  prerequisites are swapped for the reference's;
+- `hybrid_value` makes a `Value` class whose prerequisite methods are the
+  reference's and every other method the learner's, so that `__pow__`'s checks
+  do not depend on the learner's `__add__` (an earlier lesson's), while
+  `__sub__` cannot call the reference's `__truediv__` (a task of its own lesson
+  that it does not need).
 
 A student edition ships no reference: there the learner's own files stand in
 for it. This module imports nothing of the grader's: it runs next to learner code.
@@ -129,11 +132,20 @@ def _rebind(obj, namespace: dict):
     return obj
 
 
-def hybrid_value(ref_module: types.ModuleType, learner_engine: types.ModuleType, methods: frozenset[str]) -> type:
-    """The reference `Value`, with `methods` (and any helper the learner added) taken from the learner.
+def hybrid_value(
+    ref_module: types.ModuleType,
+    learner_engine: types.ModuleType,
+    methods: frozenset[str],
+    prerequisites: frozenset[str] = frozenset(),
+) -> type:
+    """The reference `Value` for the `prerequisites` methods alone, the learner's for the rest.
 
-    Every function, the learner's and the reference's, sees this hybrid class
-    under the global name `Value`, so the Values it creates are hybrids too.
+    `methods` (the task's own) must be the learner's; any other method the
+    learner wrote, helpers included, is theirs too, so the task's code never
+    reaches the reference of a task that is not a prerequisite (the reference
+    sent holds that code as a stub anyway). Every function, the learner's and
+    the reference's, sees this hybrid class under the global name `Value`, so
+    the Values it creates are hybrids too.
     """
     ref_cls, learner_cls = ref_module.Value, getattr(learner_engine, "Value", None)
     if not isinstance(learner_cls, type):
@@ -148,9 +160,11 @@ def hybrid_value(ref_module: types.ModuleType, learner_engine: types.ModuleType,
     for name, attr in vars(ref_cls).items():
         if name not in skip:
             setattr(hybrid, name, _rebind(attr, ref_ns))
+    code = (types.FunctionType, staticmethod, classmethod, property)
     for name, attr in vars(learner_cls).items():
         helper = not name.startswith("__") and name not in vars(ref_cls)
-        if name in methods or helper:
+        theirs = isinstance(vars(ref_cls).get(name), code) and name not in prerequisites
+        if name in methods or helper or theirs:
             setattr(hybrid, name, _rebind(attr, learner_ns))
     hybrid.__module__ = learner_engine.__name__
     return hybrid
@@ -169,7 +183,7 @@ class Implementation:
         self.task_id = setup["task"]
         self.module_name = setup["module"]
         self.owners = frozenset(setup["owners"])
-        self.others = frozenset(setup["other_owners"])
+        self.under = frozenset(setup["prerequisite_owners"])  # the reference's, under the task's own code
         learner = {name: (src, filename) for name, (src, filename) in setup["learner"].items()}
         self.learner_files = {filename for _, filename in learner.values()}
         serial = next(_counter)
@@ -193,9 +207,9 @@ class Implementation:
             return self._reference.module(name)
         mod = self._learner.module(name)
         if self._reference is not None and not self._swapped:
-            # the learner's versions of other tasks' functions and classes give way to the reference's
+            # the prerequisites' functions and classes are the reference's; the rest of the file is the learner's
             ref = self._reference.module(name)
-            for owner in {o.split(".")[0] for o in self.others} - {o.split(".")[0] for o in self.owners}:
+            for owner in {o.split(".")[0] for o in self.under} - {o.split(".")[0] for o in self.owners}:
                 if hasattr(ref, owner):
                     setattr(mod, owner, getattr(ref, owner))
             self._swapped = True
@@ -210,7 +224,8 @@ class Implementation:
                 self._value = self._reference.module("engine").Value
             else:
                 methods = frozenset(o.split(".", 1)[1] for o in self.owners if o.startswith("Value."))
-                self._value = hybrid_value(self._reference.module("engine"), self.module("engine"), methods)
+                under = frozenset(o.split(".", 1)[1] for o in self.under if o.startswith("Value."))
+                self._value = hybrid_value(self._reference.module("engine"), self.module("engine"), methods, under)
         return self._value
 
     def __getattr__(self, name: str) -> types.ModuleType:
