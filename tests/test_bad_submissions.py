@@ -793,12 +793,20 @@ PROBE = """        import os
         except OSError:
             reached = False
         devices = sorted(os.listdir("/dev"))
-        raise ValueError(f"probe: secret={secret} graders_seen={other} wrote={wrote} socket={reached} dev={devices}")"""
+        import ctypes
+        try:  # a user namespace of its own, in which it would be root (and could mount a tmpfs and fill it)
+            userns = ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0
+        except AttributeError:
+            userns = False
+        raise ValueError(
+            f"probe: secret={secret} graders_seen={other} wrote={wrote} socket={reached} dev={devices} userns={userns}"
+        )"""
 
 
 def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(tmp_path):
     """The grader's environment stays out of reach at every level; at `sandbox` so do the other processes'
-    command lines (the other submissions' folder names) and every folder that anyone may write."""
+    command lines (the other submissions' folder names), every folder that anyone may write, host sockets, and
+    a user namespace of its own."""
     import glob
     import json
 
@@ -825,7 +833,7 @@ def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(
     assert "probe: secret=" in said, run.output[-2000:]
     assert "s3cret-value" not in said and "secret=none" in said
     if AS_ROOT:
-        assert "graders_seen=False" in said and "socket=False" in said
+        assert "graders_seen=False" in said and "socket=False" in said and "userns=True" not in said
         assert "'fuse'" not in said and "'kmsg'" not in said and "'null'" in said, said[-1500:]
         left = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*")) - before
         assert not left, left

@@ -37,3 +37,18 @@ def test_watch_polls_on_network_and_shared_drives(tmp_path):
     assert "nfs4" in watch.polling_reason(tmp_path.__class__("/home/learner/course"), str(mounts))
     assert "9p" in watch.polling_reason(tmp_path.__class__("/mnt/c/Users/me/course"), str(mounts))
     assert watch.polling_reason(REPO, str(tmp_path / "no such file")) == ""
+
+
+def test_a_sandbox_that_cannot_forbid_user_namespaces_says_so(monkeypatch):
+    """Where libseccomp is missing, workers at `sandbox` could make user namespaces: doctor names the fix."""
+    import pytest
+
+    from autograder.grading import isolation
+    from autograder.worker import sandbox
+
+    if isolation.best_level() == "processes":
+        pytest.skip("only a grader that runs as root shuts its workers in")
+    assert isolation.can_forbid_user_namespaces()
+    monkeypatch.setattr(sandbox, "forbid_user_namespaces", lambda: False)
+    finding = doctor.isolation_level()
+    assert finding.verdict == "note" and "user namespaces" in finding.what and "libseccomp" in finding.fix

@@ -46,6 +46,21 @@ def level_for(requested: str) -> str:
     return requested
 
 
+def can_forbid_user_namespaces() -> bool:
+    """Whether a worker at `sandbox` or `user` shuts itself out of new user namespaces here (tried in a child)."""
+    if sys.platform != "linux" or not hasattr(os, "fork"):
+        return True  # no such namespaces to make
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sandbox.libc().prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            shut = sandbox.forbid_user_namespaces() and sandbox.libc().unshare(sandbox.CLONE_NEWUSER) != 0
+        except BaseException:
+            shut = False
+        os._exit(0 if shut else 1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
 def _can_unshare() -> bool:
     """Whether new namespaces can be made here (a container may forbid it even to root)."""
     global _unshare_ok

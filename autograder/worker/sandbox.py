@@ -6,7 +6,8 @@ here, in its own process, before the first line of learner code.
 `sandbox` (the grader runs as root on Linux: Gradescope's containers, CI,
 GitHub's runners under sudo). The worker gets its own PID, mount, network,
 IPC and UTS namespaces, then becomes a user of its own (a uid no other process
-has) with no groups and no way to gain privileges. In its mount namespace the
+has) with no groups and no way to gain privileges, nor to make a user namespace
+of its own (a seccomp filter). In its mount namespace the
 grader's folder, the submissions, the results and `/autograder` are covered
 by empty read-only file systems; `/tmp`, `/var/tmp` and `/dev/shm` are
 private; the folders Python imports from are bound back in read-only wherever
@@ -42,7 +43,7 @@ from autograder.worker.wire import PROCESSES, SANDBOX, USER
 LINUX = sys.platform == "linux"
 HAS_GROUPS = hasattr(os, "setpgid") and hasattr(os, "killpg")  # POSIX process groups (not Windows)
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 0x1000
 MS_REC, MS_PRIVATE = 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
@@ -93,7 +94,56 @@ def shut_in(
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        forbid_user_namespaces()
     os.chdir("/tmp" if level == SANDBOX else _scratch())
+
+
+def forbid_user_namespaces() -> bool:
+    """Linux: no new user namespace from here on, so no way to be root in one (and mount a tmpfs, say).
+
+    A seccomp filter, compiled by libseccomp (the library Docker, systemd and
+    bubblewrap use): `unshare` and `clone` with CLONE_NEWUSER fail with EPERM;
+    `clone3`, whose flags a filter cannot read, fails with ENOSYS, and the C
+    library then falls back to `clone`, as under Docker's default profile.
+    Returns False where libseccomp is missing (`doctor` says so).
+    """
+    import ctypes
+    import errno
+
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        return False
+
+    class ArgCmp(ctypes.Structure):  # struct scmp_arg_cmp
+        _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
+
+    allow, masked_eq = 0x7FFF0000, 7  # SCMP_ACT_ALLOW, SCMP_CMP_MASKED_EQ
+
+    def fail_with(code: int) -> ctypes.c_uint32:  # SCMP_ACT_ERRNO(code)
+        return ctypes.c_uint32(0x00050000 | code)
+
+    def done(result: int, what: str) -> None:  # libseccomp returns -errno
+        if result < 0:
+            raise OSError(-result, f"{what}: {os.strerror(-result)}")
+
+    lib.seccomp_init.restype = ctypes.c_void_p
+    ctx = ctypes.c_void_p(lib.seccomp_init(ctypes.c_uint32(allow)))
+    if not ctx.value:
+        raise OSError("seccomp_init failed")
+    try:
+        clone_flags = 1 if os.uname().machine.startswith("s390") else 0  # where clone() takes its flags
+        for call, arg in (("unshare", 0), ("clone", clone_flags)):
+            newuser = ArgCmp(arg, masked_eq, CLONE_NEWUSER, CLONE_NEWUSER)
+            number = lib.seccomp_syscall_resolve_name(call.encode())
+            done(lib.seccomp_rule_add_array(ctx, fail_with(errno.EPERM), number, 1, ctypes.byref(newuser)), call)
+        number = lib.seccomp_syscall_resolve_name(b"clone3")
+        if number >= 0:  # a libseccomp older than clone3 knows no such call: nothing to close
+            done(lib.seccomp_rule_add_array(ctx, fail_with(errno.ENOSYS), number, 0, None), "clone3")
+        done(lib.seccomp_load(ctx), "seccomp_load")
+    finally:
+        lib.seccomp_release(ctx)
+    return True
 
 
 def join_memory_cgroup(run: str, name: str, memory_mb: int) -> None:
