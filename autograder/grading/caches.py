@@ -15,7 +15,11 @@ from or written to disk (a warm process, watch mode, still keeps its memory),
 and after such a run as root the cache is deleted (its workers were root
 too). A file is read only if it belongs to this process's user and nobody
 else may write it or its folders: a worker of another user could not have.
-A course's site build keeps its own cache (`course/_build/buildcache.py`).
+
+The site build's local cache (`.cache/site/`, what this machine's builds ran:
+`course/_build/buildcache.py` reads and writes it) lives here too, and its
+keys, like the committed results', are made with `sources_digest`: one digest
+of source folders for every cache of the course.
 """
 
 from __future__ import annotations
@@ -32,20 +36,28 @@ from pathlib import Path
 from autograder.course.regions import REPO, SOLUTIONS
 from autograder.worker.wire import PROCESSES
 
-ROOT = REPO / ".cache" / "grading"
+CACHE = REPO / ".cache"
+ROOT = CACHE / "grading"
+SITE = Path(os.environ.get("COURSE_SITE_CACHE") or CACHE / "site")  # the site build's (another folder: for a test)
 AUTOGRADER = Path(__file__).resolve().parents[1]
 SOURCES = (SOLUTIONS, AUTOGRADER / "lessons", AUTOGRADER / "kit", AUTOGRADER / "worker")
 MAX_FILE = 50_000_000  # bytes: a file larger than any real run's is not read
 _MEMORY: dict[tuple[str, str], dict] = {}  # (fingerprint, what) -> data, for a process that grades again
 
 
-def sources_digest(folders: tuple[Path, ...], digest=None) -> str:
-    """A digest of every .py file under `folders`, read now (the void check of a run compares two of them)."""
+def sources_digest(folders: tuple[Path, ...], digest=None, skip: tuple[str, ...] = ()) -> str:
+    """A digest of every .py file under `folders` (but their top-level `skip` names), read now, with its path.
+
+    The same on every machine (a Windows checkout's line ends are read as
+    Unix ones), so the site's committed results can be keyed with it; the void
+    check of a grading run compares two of them.
+    """
     digest = digest or hashlib.sha256()
     for folder in folders:
         for path in sorted(folder.rglob("*.py")):
-            if "__pycache__" not in path.parts:
-                digest.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            if "__pycache__" not in path.parts and path.relative_to(folder).parts[0] not in skip:
+                text = path.read_bytes().replace(b"\r\n", b"\n")
+                digest.update(path.relative_to(REPO).as_posix().encode() + b"\0" + text + b"\0")
     return digest.hexdigest()
 
 

@@ -17,8 +17,8 @@ Environment variables of a build:
 - `COURSE_SITE_RECORD=FILE`: at the end of the build, write there what the committed folder should hold
   (`Committed.record`), for `python -m autograder build`.
 
-- `solutions_fingerprint()` and `tree_digest()`: digests of the sources a page's
-  output depends on.
+- `solutions_fingerprint()`: the digest of the reference a page's output depends on (the course's one digest of
+  sources, `autograder.grading.caches.sources_digest`, which also owns the local cache's folder).
 - `BlockRunner`: runs the pages' Python blocks for markdown-exec and keeps what
   each block printed, keyed by the block's code, the code of the blocks before
   it in the same session and the fingerprint of `solutions/`. A warm build runs
@@ -41,9 +41,11 @@ import types
 from collections.abc import Callable
 from pathlib import Path
 
+from autograder.grading import caches
+
 REPO = Path(__file__).resolve().parent.parent.parent
 EXECUTED = Path(__file__).resolve().parent / "executed"  # committed: what the pages' blocks printed, one file a page
-CACHE = Path(os.environ.get("COURSE_SITE_CACHE") or REPO / ".cache" / "site")
+CACHE = caches.SITE
 TIMINGS = CACHE / "build-times.json"  # each page's build cost in the last build, for tests/benchmarks/bench_site.py
 SHIPPED_FINGERPRINT = "FINGERPRINT"  # a student edition's solutions/ ships bytecode and this file instead
 KEEP_DAYS = 14  # entries unused for this long are stale: their code or the solutions changed since
@@ -54,20 +56,10 @@ def flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
 
 
-def tree_digest(folder: Path, skip: tuple[str, ...] = ()) -> str:
-    """sha256 of every .py file under `folder`, with its path, in a fixed order (`skip`: top-level names left out)."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.py")):
-        if "__pycache__" not in path.parts and path.relative_to(folder).parts[0] not in skip:
-            text = path.read_bytes().replace(b"\r\n", b"\n")  # the same on a Windows checkout
-            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + text + b"\0")
-    return digest.hexdigest()
-
-
 def solutions_fingerprint(folder: Path = REPO / "solutions") -> str:
     """What the reference code is, as a digest: of its sources, or the one shipped where only bytecode is."""
     if any(folder.glob("*.py")):
-        return tree_digest(folder)
+        return caches.sources_digest((folder,))
     shipped = folder / SHIPPED_FINGERPRINT
     if shipped.exists():
         return shipped.read_text().strip()

@@ -68,6 +68,7 @@ _extend_path()
 import buildcache  # noqa: E402
 
 from autograder.course import registry  # noqa: E402
+from autograder.grading import caches  # noqa: E402
 from autograder.course.regions import has_sources, module_of, owners_of  # noqa: E402
 
 
@@ -107,7 +108,7 @@ NOT_GRADING = ("export", "jupyter", "__main__.py")  # parts of autograder/ that 
 
 
 def _grader_digest() -> str:
-    return buildcache.tree_digest(REPO / "autograder", skip=NOT_GRADING)
+    return caches.sources_digest((REPO / "autograder",), skip=NOT_GRADING)
 
 
 def _sha(*parts: str) -> str:
