@@ -230,7 +230,8 @@ def _grade(args: argparse.Namespace) -> int:
             results_json=args.results_json,
             results_file=args.results_file,
             isolation=args.isolation,
-            extra=[a for p in args.hide for a in ("--hide", p)],
+            extra=[a for p in args.hide for a in ("--hide", p)]
+            + (["--fresh-inputs", str(args.fresh_inputs)] if args.fresh_inputs is not None else []),
         )
     except RuntimeError as exc:
         print(exc, file=sys.stderr)
@@ -389,7 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task", action="append", default=[], metavar="L.N")
     p.add_argument("--results-json", type=Path, help="Gradescope's results.json")
     p.add_argument("--results-file", type=Path, help="the grader's own results, saved after every check")
-    options.add(p.add_argument, options.CHECK_TIMEOUT_OPTION, options.MEMORY_LIMIT, options.ISOLATION, options.HIDE)
+    options.add(
+        p.add_argument,
+        options.CHECK_TIMEOUT_OPTION,
+        options.MEMORY_LIMIT,
+        options.ISOLATION,
+        options.HIDE,
+        options.FRESH_INPUTS,
+    )
     p.set_defaults(run=_grade)
     p = commands.add_parser("watch", help="grade, then re-grade each file you save (Ctrl-C to stop)")
     _add_lesson_option(p)

@@ -652,6 +652,7 @@ def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> No
     row, results = graded["rows"][bad.name], graded["results"][bad.name]
     log = graded["out"].with_suffix(".results") / f"{bad.name}.log"
     assert row["status"] == "graded", (row, log.read_text()[-6000:])  # the log ends with where a stuck grader was
+    assert results.fresh_inputs is not None  # a batch is a graded run: its visible checks were asked afresh too
     status = {t.task.id: t.status for t in results.tasks}
     scores = {t.task.id: t.earned for t in results.tasks}
     output = "\n".join(f"{r.task} {r.status}: {r.message}" for r in results.tests if r.status != "passed")
@@ -750,6 +751,9 @@ HOSTILE_TEXT = {
     "names_its_error_at_length": "        raise type('E' * 90_000, (Exception,), {})('x')",
     # a lone surrogate, which UTF-8 cannot encode (it once left no results.json: zero on Gradescope)
     "raises_a_lone_surrogate": "        raise ValueError('\\ud800 and more')",
+    # errors named like the grader's own faults: a capstone's wait (it once crashed the report hook), a skip
+    "names_its_error_like_a_fault": "        kind = ['waits', 'skipped', 'died'][int(self.data) % 3]\n"
+    "        raise type(kind, (Exception,), {})('x')",
 }
 
 

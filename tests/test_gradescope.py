@@ -42,11 +42,21 @@ def run_autograder(bundle, tmp_path, files: dict[str, str]) -> dict:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     (root / "submission").mkdir(exist_ok=True)
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
+    shared = [tmp_path / "shared-tmp", tmp_path / "shared-lock"]  # stand-ins for /tmp and /run/lock
+    for folder in shared:
+        folder.mkdir(exist_ok=True)
+        folder.chmod(0o1777)
+    env = {
+        **os.environ,
+        "AUTOGRADER_ROOT": str(root),
+        "AUTOGRADER_PYTHON": sys.executable,
+        "AUTOGRADER_SHARED_FOLDERS": " ".join(map(str, shared)),
+    }
     proc = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
     results = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(results, RESULTS_SCHEMA)
     assert proc.returncode == 0, proc.stderr
+    assert all(folder.stat().st_mode & 0o7777 == 0o1775 for folder in shared)  # nobody but root writes there now
     return results
 
 
@@ -69,6 +79,7 @@ def test_a_correct_submission_gets_full_marks(bundle, tmp_path):
     results = run_autograder(bundle, tmp_path, files)
     # full marks, and every bonus point on top as extra credit
     assert results["score"] == results["max_score"] + results["extra_data"]["bonus_max"] > results["max_score"] > 0
+    assert isinstance(results["extra_data"]["fresh_inputs"], int)  # a graded run: its visible checks asked afresh
 
 
 def test_the_unmodified_stubs_get_zero_in_a_nested_folder(bundle, tmp_path):

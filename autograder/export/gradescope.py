@@ -9,6 +9,7 @@ it always leaves a valid results.json, even when the grader itself cannot run.
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import tempfile
 import zipfile
@@ -46,6 +47,12 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
 mkdir -p "$ROOT/results"
+# The container grades this one submission. Gradescope's Docker forbids namespaces, so workers run at the `user`
+# level, each as a user of its own: with no folder anyone may write, no data passes between them (a hidden
+# check's inputs into a visible message) and nothing fills the disk. The grader itself is root: it still writes.
+for shared in ${AUTOGRADER_SHARED_FOLDERS:-/tmp /var/tmp /dev/shm /run/lock /var/lock /dev/mqueue}; do
+    if [ -d "$shared" ] && [ ! -L "$shared" ]; then chmod o-w "$shared"; fi
+done
 cd "$ROOT/source" && "$PYTHON" -m autograder gradescope-run --root "$ROOT"
 if [ ! -s "$ROOT/results/results.json" ]; then
     printf '{"score": 0, "output": "The autograder could not run; please tell your instructor.", "tests": []}\\n' \\
@@ -125,7 +132,8 @@ def grade_submission(root: Path, timeout: float = 1200) -> dict:
         graded, left = private_copy(staged, Path(tmp) / "graded")
         notes += [f"Not graded: {item}." for item in left]
         try:
-            done = runner.grade(graded, extra=["--hide", str(root)])
+            seed = str(secrets.randbelow(2**31))  # a graded run: answers known from the page are worth nothing
+            done = runner.grade(graded, extra=["--hide", str(root), "--fresh-inputs", seed])
             results = scorecard.gradescope_results(done)
         except Exception as exc:  # noqa: BLE001 - the learner must get a valid results.json whatever happens
             results = {

@@ -20,6 +20,7 @@ import contextlib
 import csv
 import json
 import os
+import secrets
 import shutil
 import signal
 import stat
@@ -138,6 +139,8 @@ def grade_one(
             str(memory_mb),
             "--isolation",
             isolation,
+            "--fresh-inputs",  # a graded run: answers known from the page are worth nothing
+            str(secrets.randbelow(2**31)),
         ]
         command += [arg for path in hidden for arg in ("--hide", str(path))]
         with open(log, "wb") as out:

@@ -64,6 +64,17 @@ HIDE = Option(
     ),
 )
 
+FRESH_INPUTS = Option(
+    "--fresh-inputs",
+    dict(
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="a graded run: ask each visible check again on numbers drawn afresh from SEED, against the reference "
+        "(batch and Gradescope draw a seed per submission; the results record it)",
+    ),
+)
+
 
 def add(adder: Callable, *options: Option) -> None:
     """Add `options` with `adder`: argparse's `add_argument` or pytest's `addoption` (they take the same settings)."""

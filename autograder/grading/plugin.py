@@ -30,6 +30,7 @@ import importlib.util
 import inspect
 import json
 import os
+import random
 import stat
 import sys
 from functools import cache
@@ -46,10 +47,10 @@ from autograder.course.regions import (
     module_of,
     owners_of,
 )
-from autograder.grading import caches, drawing, isolation, options, pool, scorecard, verdicts
+from autograder.grading import caches, drawing, fresh_inputs, isolation, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE
 from autograder.grading.results import SKIPPED, Results, TestResult
-from autograder.grading.verdicts import LearnerError
+from autograder.grading.verdicts import Fault, LearnerError
 from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import PROCESSES, to_plain
@@ -90,6 +91,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         options.ISOLATION,
         options.WORKERS,
         options.HIDE,
+        options.FRESH_INPUTS,
     )
     group.addoption(
         "--draw",
@@ -117,13 +119,17 @@ class Grader:
             self.start_method = pool.start_method(config.getoption("workers"))
         except RuntimeError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.fresh_seed = config.getoption("fresh_inputs")
+        if self.fresh_seed is not None and not has_sources():
+            raise pytest.UsageError("--fresh-inputs needs the reference, which a student edition does not ship")
         self.results = Results(self.graded_name(), self.impl_option, self.level, complete=False)
+        self.results.fresh_inputs = self.fresh_seed
         self.by_nodeid: dict[str, TestResult] = {}
         self.workers: pool.Pool | None = None
         self.zygotes: pool.Zygotes | None = None  # what the workers fork from: this run's, or a caller's pool
         self.own_zygotes = False
         self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
-        self.file_failures: dict[str, dict] = {}  # learner file -> why it does not load
+        self.file_failures: dict[str, tuple] = {}  # learner file -> why it does not load (a LearnerError's arguments)
         self.timed_out: dict[str, str] = {}  # task -> the check that timed out (its later checks are skipped)
         self.asked: dict[str, list[dict]] = {}  # task -> the scenario calls its checks made, in order
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
@@ -156,13 +162,7 @@ class Grader:
             try:
                 text = read_learner_file(self.root, module)
             except LearnerFileError as exc:
-                self.file_failures[module] = {
-                    "type": "LearnerCodeError",
-                    "message": str(exc),
-                    "where": "",
-                    "function": "",
-                    "load": True,
-                }
+                self.file_failures[module] = (Fault.BAD_FILE, {"message": str(exc)})
                 continue
             if text is not None:
                 sources[module] = [text, display(self.root / f"{module}.py")]
@@ -205,7 +205,9 @@ class Grader:
         self.workers = pool.Pool(
             self.level, self.memory_mb, isolation.hidden_paths(hidden), self.start_method, self.zygotes, cgroup
         )
-        plans = self.call_plans()
+        # a graded run asks its visible checks again on drawn inputs, which no plan holds: a worker that ran ahead
+        # would only be replaced at the first of them
+        plans = self.call_plans() if self.fresh_seed is None else {}
         # in the order their checks run (`pytest_collection_modifyitems`): torch's last
         tasks = sorted(filter(self.selects, registry.TASKS), key=lambda t: (bool(preload_for(t)), registry.sort_key(t)))
         if self.workers.start == "fork":  # the slowest to start first: importing torch takes seconds
@@ -285,17 +287,19 @@ class Grader:
 
     # --- one call into the learner's code ---------------------------------------------------------------------------
 
-    def run(self, task_id: str, fn, args: tuple, kwargs: dict) -> object:
+    def run(self, task_id: str, fn, args: tuple, kwargs: dict, planned: bool = True) -> object:
+        """Run scenario `fn` over the learner's code for `task_id`; `planned`: keep the call in the next run's plan."""
         if task_id in self.timed_out:
-            raise LearnerError({"type": "skipped", "message": self.timed_out[task_id]})
+            raise LearnerError(Fault.SKIPPED)
         self.check_prerequisites(task_id)  # a capstone waiting for a broken file's tasks says so, before the file
         failure = next((self.file_failures[f] for f in learner_files(task_id) if f in self.file_failures), None)
         if failure:
-            raise LearnerError(failure)
+            raise LearnerError(*failure)
         request = self.run_request(task_id, fn.__module__, fn.__name__, args, kwargs)
-        self.asked.setdefault(task_id, []).append(
-            {"file": fn.__module__, "name": fn.__name__, "args": request["args"], "kwargs": kwargs}
-        )
+        if planned:
+            self.asked.setdefault(task_id, []).append(
+                {"file": fn.__module__, "name": fn.__name__, "args": request["args"], "kwargs": kwargs}
+            )
         try:
             try:
                 return self._run(task_id, request)
@@ -305,7 +309,7 @@ class Grader:
                 try:
                     return self._run(task_id, request)
                 except pool.Diverged as exc:  # the fresh one ended too before it started: no answer
-                    raise LearnerError({"type": "died", "message": f"the check's process {exc}"}) from None
+                    raise LearnerError(Fault.DIED, {"message": str(exc)}) from None
         except pool.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
             pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 
@@ -318,14 +322,21 @@ class Grader:
             self.loaded.add(task_id)
             reply = self._call(self.load_request(), limit, task_id, load=True)
             if "error" in reply:
-                self.file_failures[module_of(task_id)] = {**reply["error"], "load": True}
-                raise LearnerError(reply["error"], reply.get("output", ""))
+                failure = self._fault(task_id, reply, load=True)
+                self.file_failures[module_of(task_id)] = (failure.fault, failure.info, failure.output)
+                raise failure
         reply = self._call(request, limit, task_id)
         if "error" in reply:
-            if reply["error"].get("type") == "timed out":
-                self.timed_out[task_id] = SKIPPED
-            raise LearnerError(reply["error"], reply.get("output", ""))
+            raise self._fault(task_id, reply)
         return reply["ok"]
+
+    def _fault(self, task_id: str, reply: dict, load: bool = False) -> LearnerError:
+        """What a worker's error answer means: its code timed out (the worker's alarm) or raised."""
+        info = {**reply["error"], "load": True} if load else reply["error"]
+        if info.get("type") == "timed out":  # the worker's word, trusted only to cost its own task its checks
+            self.timed_out[task_id] = SKIPPED
+            return LearnerError(Fault.TIMED_OUT, info)
+        return LearnerError(Fault.RAISED, info, reply.get("output", ""))
 
     def where_in_stack(self, stack: list[tuple[str, int, str]], task_id: str) -> str:
         """The innermost frame of a stopped worker's stack that lies in the learner's files, as `file:line in f`."""
@@ -348,7 +359,7 @@ class Grader:
         missing = [t for t in needed if t in status and status[t] != "passed"]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise LearnerError({"type": "waits", "task": missing[0], "more": more})
+            raise LearnerError(Fault.WAITS, {"task": missing[0], "more": more})
 
     def _call(self, request: dict, limit: float, task_id: str, load: bool = False) -> dict:
         try:
@@ -356,15 +367,15 @@ class Grader:
         except pool.Diverged:
             raise
         except pool.WorkerGone as exc:
-            info = {"type": "timed out" if exc.timed_out else "died", "message": f"the check's process {exc}"}
-            info["where"] = self.where_in_stack(exc.stack, task_id)
+            info = {"message": str(exc), "where": self.where_in_stack(exc.stack, task_id)}
             if exc.timed_out and load:
-                info["message"] = f"importing {display(self.root / (module_of(task_id) + '.py'))} took too long"
+                info["file"] = display(self.root / (module_of(task_id) + ".py"))
             if exc.timed_out:
                 self.timed_out[task_id] = SKIPPED
+            fault = Fault.TIMED_OUT if exc.timed_out else Fault.DIED
             if load:
-                self.file_failures[module_of(task_id)] = {**info, "load": True}
-            raise LearnerError(info) from None
+                self.file_failures[module_of(task_id)] = (fault, info)
+            raise LearnerError(fault, info) from None
 
 
 class LearnerFileError(Exception):
@@ -487,15 +498,32 @@ def lesson_modules(task_id: str) -> tuple[str, ...]:
 
 
 class Learner:
-    """The `learner` fixture: runs scenarios over the learner's code for this test's task."""
+    """The `learner` fixture: runs scenarios over the learner's code for this test's task.
 
-    def __init__(self, grader: Grader, task_id: str):
-        self.grader, self.task = grader, task_id
+    `fresh`: in a graded run, a visible check's draws (`fresh_inputs`): each call is asked again on them.
+    """
+
+    def __init__(self, grader: Grader, task_id: str, fresh: random.Random | None = None):
+        self.grader, self.task, self.fresh = grader, task_id, fresh
 
     def run(self, fn, *args, **kwargs):
         if not getattr(fn, SCENARIO_FLAG, False):
             raise TypeError(f"{fn.__name__} is not marked @scenario")
-        return self.grader.run(self.task, fn, args, kwargs)
+        answer = self.grader.run(self.task, fn, args, kwargs)
+        if self.fresh is not None:
+            fresh_inputs.ask_again(self._ask, self._expect, fn, args, kwargs, answer, self.fresh)
+        return answer
+
+    def _ask(self, fn, args: list, kwargs: dict):
+        return self.grader.run(self.task, fn, tuple(args), kwargs, planned=False)
+
+    def _expect(self, fn, args: list, kwargs: dict, page: bool):
+        try:
+            if page:  # kept with the reference's answers, like a judgement's
+                return Reference(self.grader).run(fn, *args, **kwargs)
+            return to_plain(fn(ReferenceCode(), *args, **kwargs))  # drawn for this submission: not worth keeping
+        except Exception:  # noqa: BLE001 - the reference fails on these inputs too: they prove nothing
+            return None
 
 
 class ReferenceCode:
@@ -657,8 +685,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 @pytest.fixture
 def learner(request: pytest.FixtureRequest) -> Learner:
-    """Runs scenarios over the graded code for this test's task (the reference for every other task)."""
-    return Learner(request.config.stash[GRADER], request.node.get_closest_marker("task").args[0])
+    """Runs scenarios over the graded code for this test's task (over the reference of its prerequisites)."""
+    grader = request.config.stash[GRADER]
+    fresh = None
+    if grader.fresh_seed is not None and request.node.get_closest_marker("hidden") is None:
+        fresh = fresh_inputs.rng_for(grader.fresh_seed, request.node.nodeid)
+    return Learner(grader, request.node.get_closest_marker("task").args[0], fresh)
 
 
 @pytest.fixture

@@ -123,6 +123,7 @@ class Results:
     selected: list[str] = field(default_factory=list)  # the task ids this run graded
     complete: bool = True  # False while the run is still going (a batch reads partial results)
     memory_limit: str = ""  # what enforced --memory-limit: "cgroup", "address space (RLIMIT_AS)" or "none"
+    fresh_inputs: int | None = None  # a graded run's seed: visible checks were asked again on numbers drawn from it
 
     @property
     def tasks(self) -> list[TaskResult]:

@@ -33,6 +33,7 @@ def scorecard(
     max_failures: int = 12,
     isolation: str = "",
     hide_hidden: bool = False,
+    fresh_inputs: int | None = None,
 ) -> str:
     """The text printed at the end of a grading run."""
     width = 72
@@ -58,6 +59,8 @@ def scorecard(
         out.append(f"{'Total':<62}{sum(t.earned for t in graded_tasks):>4}/{sum(t.points for t in graded_tasks):<3}")
     if bonus_tasks:
         out.append(f"{'Bonus':<62}{sum(t.earned for t in bonus_tasks):>4}/{sum(t.points for t in bonus_tasks):<3}")
+    if fresh_inputs is not None:
+        out.append(f"Each visible check was also asked on numbers drawn for this run (seed {fresh_inputs}).")
     if isolation:
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
         if isolation != "sandbox":  # what this level cannot promise (the README's isolation table)
@@ -131,7 +134,12 @@ def check_hint(task: TaskResult, hide_hidden: bool = False) -> str:
 def text(results: Results, hide_hidden: bool = False) -> str:
     """The scorecard of a run."""
     return scorecard(
-        results.tasks, results.graded, results.impl_option, isolation=results.isolation, hide_hidden=hide_hidden
+        results.tasks,
+        results.graded,
+        results.impl_option,
+        isolation=results.isolation,
+        hide_hidden=hide_hidden,
+        fresh_inputs=results.fresh_inputs,
     )
 
 
@@ -178,6 +186,7 @@ def gradescope_results(results: Results) -> dict:
             "status": {t.task.id: t.status for t in tasks},
             "isolation": isolation,
             "memory_limit": results.memory_limit,
+            "fresh_inputs": results.fresh_inputs,
             "bonus": results.bonus,
             "bonus_max": results.bonus_max,
             "results": [{**asdict(r), "message": "" if r.hidden else r.message} for t in tasks for r in t.tests],

@@ -11,11 +11,13 @@ scorecard line, or make the results file unwritable.
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import NamedTuple
 
 from autograder.course import registry
 from autograder.course.regions import tasks_of_scope
+from autograder.grading.results import SKIPPED
 from autograder.kit.checks import CheckFailed, WaitsFor
 
 MAX_MESSAGE = 5000  # characters of one check's message
@@ -39,12 +41,32 @@ def shown(text: object, cap: int = MAX_MESSAGE, lines: bool = True) -> str:
     return text if len(text) <= cap else text[:cap] + f"… ({len(text) - cap} more characters)"
 
 
-class LearnerError(Exception):
-    """The learner's code raised, hung, died or answered nonsense while a scenario ran; `info` says which."""
+class Fault(enum.Enum):
+    """What went wrong in the learner's process, as the grader itself knows it.
 
-    def __init__(self, info: dict, output: str = ""):
-        super().__init__(info.get("message", ""))
-        self.info, self.output = info, output
+    The kind is never read from a name a worker sends: a learner's exception
+    may be called anything ("waits", "skipped"), and then it is only that, the
+    name of what the learner's code raised.
+    """
+
+    RAISED = "raised"  # the learner's code raised (the load of its file included): `info` is the worker's report
+    TIMED_OUT = "timed out"  # past the check's time limit
+    DIED = "died"  # the process ended without an answer
+    SKIPPED = "skipped"  # not run: an earlier check of the task timed out
+    WAITS = "waits"  # a capstone, waiting for the tasks whose files it runs whole (`info`: task, more)
+    BAD_FILE = "bad file"  # the grader could not read the learner's file (`info`: message)
+
+
+class LearnerError(Exception):
+    """The learner's code raised, hung, died or could not run while a scenario ran: `fault` says which.
+
+    `info` holds the details (the worker's report for `RAISED`: hostile text, shown only through `shown`).
+    """
+
+    def __init__(self, fault: Fault, info: dict | None = None, output: str = ""):
+        info = info or {}
+        super().__init__(str(info.get("message", "")))
+        self.fault, self.info, self.output = fault, info, output
 
 
 class Verdict(NamedTuple):
@@ -71,33 +93,36 @@ def _classify(exc: BaseException, task_id: str) -> Verdict:
     if isinstance(exc, CheckFailed):
         return Verdict("failed", exc.explain())
     if isinstance(exc, LearnerError):
-        return _learner_status(exc.info, exc.output, task_id)
+        return _learner_status(exc.fault, exc.info, exc.output, task_id)
     if isinstance(exc, AssertionError):
         return Verdict("failed", str(exc).split("\nassert ")[0] or "a check did not hold")
     text = str(exc)
     return Verdict("error", f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it")
 
 
-def _learner_status(info: dict, output: str, task_id: str) -> Verdict:
+def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verdict:
     kind = shown(info.get("type", ""), MAX_NAME, lines=False)
     message = shown(info.get("message", ""), 2000, lines=False)
     where = shown(info.get("where", ""), 300, lines=False)
     at = f"\nwhere:    {where}" if where else ""
     printed = shown(output if isinstance(output, str) else "", 500).strip().replace("\n", "\n          ")
     printed = f"\nprinted:  {printed}" if printed else ""
-    if kind == "skipped":
-        return Verdict("timed out", message)
-    if kind == "waits":
+    if fault is Fault.SKIPPED:
+        return Verdict("timed out", SKIPPED)
+    if fault is Fault.WAITS:
         return _waits(info["task"], f"{info.get('more', '')}: this check runs your whole engine once they all pass")
-    if kind == "timed out":
-        return Verdict("timed out", f"stopped after the time limit: is there an endless loop?{at}")
+    if fault is Fault.TIMED_OUT:
+        doing = f" while importing {info['file']}" if info.get("file") else ""
+        return Verdict("timed out", f"stopped after the time limit{doing}: is there an endless loop?{at}")
+    if fault is Fault.DIED:
+        return Verdict("error", f"the check's process {message}{at}")
+    if fault is Fault.BAD_FILE:
+        return Verdict("error", message)
     if kind == "NotImplementedError":
         other = info.get("stub_task")
         if other and other != task_id and other in registry.TASKS:
             return _waits(other, ", which this check runs through")
         return Verdict("not started", "the stub still raises NotImplementedError")
-    if kind == "died":
-        return Verdict("error", message)
     if info.get("load"):
         if kind == "LearnerCodeError":
             return Verdict("error", message)

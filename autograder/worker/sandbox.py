@@ -95,7 +95,8 @@ def shut_in(
         os.setresuid(uid, uid, uid)
         libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         forbid_user_namespaces()
-    os.chdir("/tmp" if level == SANDBOX else _scratch())
+    # a folder it may not write to: its own /tmp at `sandbox`; at `user` there may be no folder it can write at all
+    os.chdir("/tmp" if level == SANDBOX else "/" if level == USER else _scratch())
 
 
 def forbid_user_namespaces() -> bool:

@@ -9,6 +9,7 @@ Prints the median wall time of:
   last run asked, run ahead by the workers) and without (the plans file deleted before each such run);
 - the same with spawned workers (macOS' and Windows' default);
 - one lesson (`--lesson 2`);
+- a graded run (`--fresh-inputs 1`: every visible check asked again on drawn numbers, as batch and Gradescope do);
 - with `--baseline REV`: the full run of another commit (a git worktree of it, under the system's temporary
   folder), for "within 10 % of today".
 
@@ -56,6 +57,7 @@ def main() -> None:
         "everything, fork, no plans": ([*grade, "--workers", "fork"], REPO, forget_plans),
         "everything, spawn, plans": ([*grade, "--workers", "spawn"], REPO, None),
         "one lesson (--lesson 2)": ([*grade, "--lesson", "2"], REPO, None),
+        "graded run (--fresh-inputs 1)": ([*grade, "--fresh-inputs", "1"], REPO, None),
     }
     if args.baseline:
         tree = Path(tempfile.gettempdir()) / f"bench-baseline-{args.baseline}"
@@ -77,6 +79,7 @@ def main() -> None:
     fork = medians["everything, fork, plans"]
     print(f"spawn / fork:              {medians['everything, spawn, plans'] / fork:.2f}x")
     print(f"no plans / plans:          {medians['everything, fork, no plans'] / fork:.2f}x")
+    print(f"graded run / learner's:    {medians['graded run (--fresh-inputs 1)'] / fork:.2f}x")
     if args.baseline:
         print(f"today / baseline:          {fork / medians[f'baseline {args.baseline}: everything']:.2f}x")
 

@@ -1,0 +1,137 @@
+"""Graded runs ask every visible check again on numbers drawn for the submission (`grading/fresh_inputs.py`).
+
+The attack they close: answers to the visible checks are known (the page
+shows them, a student edition ships the reference's), so a submission can
+answer the visible checks from a table with no code behind it: a worker's
+requests are plain data, and code in the worker can answer them itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import textwrap
+
+from autograder.export import stubs
+from autograder.grading import fresh_inputs
+
+from .conftest import grade
+
+LESSON_1 = ("1.1", "1.2", "1.3")
+
+# --- the pieces ------------------------------------------------------------------------------------------------------
+
+
+def test_only_floats_are_drawn_afresh_each_within_its_scale():
+    rng = random.Random(1)
+    value = [3.0, 2, True, "h", {"h": 1e-6, "n": 4}, (0.0, -0.5), [[2.0, {}]]]
+    drawn = fresh_inputs.afresh(value, rng)
+    assert drawn[1:4] == [2, True, "h"] and drawn[4]["n"] == 4 and drawn[5][0] == 0.0
+    for page, new in ((3.0, drawn[0]), (1e-6, drawn[4]["h"]), (-0.5, drawn[5][1]), (2.0, drawn[6][0][0])):
+        assert page != new and 0.8 <= new / page <= 1.25
+    assert isinstance(drawn[5], tuple)
+
+
+def test_the_draws_depend_on_the_seed_and_the_check_alone():
+    def draw(seed, check):
+        return fresh_inputs.afresh([1.0, 2.0], fresh_inputs.rng_for(seed, check))
+
+    assert draw(7, "a") == draw(7, "a")
+    assert draw(7, "a") != draw(8, "a") and draw(7, "a") != draw(7, "b")
+
+
+def test_answers_agree_within_rounding_in_any_order_and_otherwise_exactly():
+    same = fresh_inputs.same
+    assert same(1.0, 1.0 + 1e-12) and not same(1.0, 1.001)
+    assert same({"a": [1, 2.0]}, {"a": [1, 2.0]}) and not same({"a": 1}, {"a": 1, "b": 2})
+    assert same(["d", "c", "a", "b"], ["d", "c", "b", "a"])  # a set walked in another process's order
+    assert not same([1.0, 2.0], [1.0]) and not same([1.0, 2.0], [1.0, 3.0])
+    assert not same(True, 1) and not same("1", 1) and same(math.nan, math.nan)
+
+
+# --- whole runs -------------------------------------------------------------------------------------------------------
+
+
+def test_the_reference_passes_a_graded_run_and_the_results_record_the_seed(tmp_path):
+    run = grade("solutions", "--fresh-inputs", "11", tmp_path=tmp_path)
+    assert run.returncode == 0, run.output[-3000:]
+    assert set(run.results["extra_data"]["status"].values()) == {"passed"}
+    assert run.results["extra_data"]["fresh_inputs"] == 11
+    assert "numbers drawn for this run (seed 11)" in run.output
+    learners_run = grade("solutions", "--lesson", "1", tmp_path=tmp_path)
+    assert learners_run.results["extra_data"]["fresh_inputs"] is None
+
+
+# Recorded by a plugin while the reference answers the visible checks: what each request to a worker got back.
+RECORDER = """
+import json
+import os
+
+from autograder.grading import plugin
+
+TABLE = {}
+_run = plugin.Learner.run
+
+
+def run(self, fn, *args, **kwargs):
+    answer = _run(self, fn, *args, **kwargs)
+    TABLE[json.dumps([fn.__module__, fn.__name__, list(args), kwargs], sort_keys=True)] = answer
+    return answer
+
+
+plugin.Learner.run = run
+
+
+def pytest_sessionfinish(session):
+    with open(os.environ["TABLE_OUT"], "w") as f:
+        json.dump(TABLE, f)
+"""
+
+# Appended to a stub file: answers the grader's requests from the table, before the learner's (stub) code runs.
+REPLAYER = """
+
+def _replay(table):
+    import gc
+    import json
+
+    for worker in [o for o in gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "handle")]:
+        handle = worker.handle
+
+        def answer(request, handle=handle):
+            key = json.dumps(
+                [request.get("file"), request.get("name"), request.get("args"), request.get("kwargs")], sort_keys=True
+            )
+            return {"ok": table[key], "output": ""} if key in table else handle(request)
+
+        worker.handle = answer
+
+
+_replay(TABLE)
+"""
+
+
+def test_answers_replayed_from_a_table_are_worth_nothing_in_a_graded_run(tmp_path):
+    (tmp_path / "recorder.py").write_text(RECORDER)
+    table_file = tmp_path / "table.json"
+    env = {"PYTHONPATH": str(tmp_path), "TABLE_OUT": str(table_file)}
+    recorded = grade("solutions", "--lesson", "1", "-m", "not hidden", "-p", "recorder", tmp_path=tmp_path, env=env)
+    assert recorded.returncode == 0, recorded.output[-2000:]
+    table = json.loads(table_file.read_text())
+    assert len(table) >= 8
+
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    for name, text in stubs.expected_files().items():
+        if name == "derivatives.py":  # the stubs, and the table
+            text += f"\n\nTABLE = {table!r}\n" + textwrap.dedent(REPLAYER)
+        (submission / name).write_text(text)
+
+    def earned(run) -> dict[str, int]:
+        checks = run.results["extra_data"]["results"]
+        return {t: sum(c["points"] for c in checks if c["task"] == t and c["status"] == "passed") for t in LESSON_1}
+
+    learners_run = grade(submission, "--lesson", "1", tmp_path=tmp_path)
+    assert all(earned(learners_run).values()), learners_run.output[-2000:]  # on the page's inputs the table works
+    graded_run = grade(submission, "--lesson", "1", "--fresh-inputs", "5", tmp_path=tmp_path)
+    assert not any(earned(graded_run).values()), graded_run.output[-3000:]
