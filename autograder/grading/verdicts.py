@@ -121,6 +121,13 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
     if kind == "NotImplementedError":
         other = info.get("stub_task")
         if other and other != task_id and other in registry.TASKS:
+            later = registry.task(other).lesson > registry.task(task_id).lesson
+            if later and other not in registry.prerequisites(task_id):  # a stub of the reference's, not the learner's
+                return Verdict(
+                    "error",
+                    f"your code calls task {other}'s code ({registry.task(other).title}), from a later lesson: "
+                    f"task {task_id} must do without it{at}",
+                )
             return _waits(other, ", which this check runs through")
         return Verdict("not started", "the stub still raises NotImplementedError")
     if info.get("load"):
