@@ -86,7 +86,8 @@ def graph_report(root, names: dict[str, Any] | None = None) -> dict:
 
     Nodes are numbered in an order that depends only on what the graph holds
     (depth first from the root; siblings by label, data to 6 digits, then the
-    shape and data of what lies below them), never on object ids or set order,
+    shape and data of what lies below them, then the name `names` gives them),
+    never on object ids or set order,
     so that the trusted side can line up the learner's graph and the
     reference's built by the same scenario node by node. Ops are left out of
     the order on purpose: a learner's op symbol may differ without the graph
@@ -126,12 +127,15 @@ def _graph_report(root, names: dict[str, Any]) -> dict:
             stack.extend((c, False) for c in _children(v))
     import hashlib  # here, not at the top: most workers never draw a graph, and every one would pay for it
 
+    named = {}  # id -> the first of the names the scenario gave it: the last tie-break between twin siblings
+    for name, v in sorted(names.items(), reverse=True):
+        named[id(v)] = name
     key = {}  # id -> sort key of the node among its siblings
     for v in post:
         own = f"{getattr(v, 'label', '')}\0{_rounded(data_of(v))}"
         below = ",".join(sorted(key[id(c)][2] for c in _children(v)))
         shape = hashlib.sha1(f"{own}\0{below}".encode()).hexdigest()
-        key[id(v)] = (str(getattr(v, "label", "")), _rounded(data_of(v)), shape)
+        key[id(v)] = (str(getattr(v, "label", "")), _rounded(data_of(v)), shape, named.get(id(v), ""))
     order, index, stack = [], {}, [root]
     while stack:
         v = stack.pop()
