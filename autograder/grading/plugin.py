@@ -46,7 +46,7 @@ from autograder.course.regions import (
     module_of,
     owners_of,
 )
-from autograder.grading import caches, drawing, isolation, options, pool, scorecard, verdicts
+from autograder.grading import caches, drawing, isolation, lastrun, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE
 from autograder.grading.results import SKIPPED, Results, TestResult
 from autograder.grading.verdicts import LearnerError
@@ -124,6 +124,7 @@ class Grader:
         self.own_zygotes = False
         self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
         self.file_failures: dict[str, dict] = {}  # learner file -> why it does not load
+        self.file_digests: dict[str, str | None] = {}  # learner file -> its digest as first read (None: unreadable)
         self.timed_out: dict[str, str] = {}  # task -> the check that timed out (its later checks are skipped)
         self.asked: dict[str, list[dict]] = {}  # task -> the scenario calls its checks made, in order
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
@@ -155,7 +156,9 @@ class Grader:
         for module in modules:
             try:
                 text = read_learner_file(self.root, module)
+                self.file_digests.setdefault(module, None if text is None else lastrun.digest(text.encode("utf-8")))
             except LearnerFileError as exc:
+                self.file_digests.setdefault(module, None)
                 self.file_failures[module] = {
                     "type": "LearnerCodeError",
                     "message": str(exc),
@@ -729,6 +732,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             json.dumps(grader.recording, indent=1, sort_keys=True) + "\n"
         )
     _save_progress(grader)
+    selected = {t.task for t in grader.results.tests}
+    task_files = {task_id: learner_files(task_id) for task_id in sorted(selected, key=registry.sort_key)}
+    lastrun.save(grader.results, grader.root, grader.file_digests, task_files)  # for `python -m autograder hint`
     graded = [t for t in grader.results.tests if not registry.task(t.task).bonus]
     if graded and all(t.status == "passed" for t in graded):
         session.exitstatus = pytest.ExitCode.OK  # a bonus task is never needed: it does not fail the run
