@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import importlib.util
 import re
 import subprocess
 import sys
@@ -189,3 +190,15 @@ def test_lesson_0_says_how_to_get_and_install_the_course(monkeypatch):
     monkeypatch.setattr(hooks, "_config", {"repo_url": None})
     told = hooks.expand("clone", None)
     assert "git clone URL-YOU-WERE-GIVEN backprop-course" in told and "address you were given" in told
+
+
+def test_the_readmes_install_figures_come_from_the_benchmark_that_runs_its_commands():
+    """The size and time the README states name `bench_install.py`, which runs the README's own table."""
+    readme = " ".join(README.split())
+    assert "Measured with `python tests/benchmarks/bench_install.py`, which runs this table's commands" in readme
+    spec = importlib.util.spec_from_file_location("bench_install", REPO / "tests/benchmarks/bench_install.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table = readme_install_commands()
+    assert bench.readme_commands("Linux") == table["Linux"]
+    assert bench.readme_commands("Darwin") == bench.readme_commands("Windows") == table["macOS, Windows"]
