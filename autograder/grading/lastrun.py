@@ -38,9 +38,9 @@ def digest(data: bytes) -> str:
 def save(results: Results, root: Path, files: dict[str, str | None], task_files: dict[str, list[str]], path=None):
     """Keep this run for `hint`; a folder that cannot be written only costs the hint its first line."""
     path = PATH if path is None else path
-    data = {"root": str(root.resolve()), "files": files, "task_files": task_files, "results": results.to_json()}
-    text = json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
     try:
+        data = {"root": str(root.resolve()), "files": files, "task_files": task_files, "results": results.to_json()}
+        text = json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
         try:
@@ -50,7 +50,7 @@ def save(results: Results, root: Path, files: dict[str, str | None], task_files:
         except BaseException:
             Path(partial).unlink(missing_ok=True)
             raise
-    except OSError:
+    except (OSError, ValueError, TypeError):  # what cannot be kept only costs `hint` its first lines
         pass
 
 

@@ -732,15 +732,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             json.dumps(grader.recording, indent=1, sort_keys=True) + "\n"
         )
     _save_progress(grader)
-    selected = {t.task for t in grader.results.tests}
-    task_files = {task_id: learner_files(task_id) for task_id in sorted(selected, key=registry.sort_key)}
-    lastrun.save(grader.results, grader.root, grader.file_digests, task_files)  # for `python -m autograder hint`
     graded = [t for t in grader.results.tests if not registry.task(t.task).bonus]
     if graded and all(t.status == "passed" for t in graded):
         session.exitstatus = pytest.ExitCode.OK  # a bonus task is never needed: it does not fail the run
     path = session.config.getoption("results_json")
     if path:
         scorecard.write_json(Path(path), scorecard.gradescope_results(grader.results))
+    # last, and never in the way of the results: the run as `python -m autograder hint` reads it
+    task_files = {task_id: learner_files(task_id) for task_id in {t.task for t in grader.results.tests}}
+    lastrun.save(grader.results, grader.root, grader.file_digests, task_files)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
