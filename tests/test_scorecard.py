@@ -8,6 +8,7 @@ results by hand and call the scorecard's helpers.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -295,6 +296,29 @@ def test_hint_survives_any_last_run_file_and_escapes_what_it_shows(tmp_path, mon
     monkeypatch.setattr(lastrun, "MAX_FILE", 1000)
     path.write_text(json.dumps({**data, "padding": "x" * 1000}))
     assert first_lines()[1] == level_1, "a file over the cap is not read"
+    if hasattr(os, "mkfifo"):  # a pipe where a file should be: reading it would wait forever (here: 30 s, a failure)
+        ask = (
+            "from pathlib import Path; from autograder.grading import lastrun; "
+            f"print(lastrun.failed_check('1.1', Path({str(folder)!r}), Path({str(path)!r})))"
+        )
+
+        def asked() -> str:
+            return subprocess.run(
+                [sys.executable, "-c", ask], cwd=REPO, capture_output=True, text=True, timeout=30
+            ).stdout
+
+        path.write_text(json.dumps(data))
+        assert asked().strip() == "('check 0', 'hint 0')"
+        path.unlink()
+        os.mkfifo(path)
+        assert asked().strip() == "None"
+        path.unlink()
+        path.write_text(json.dumps(data))
+        (folder / "derivatives.py").rename(tmp_path / "derivatives.py")
+        os.mkfifo(folder / "derivatives.py")
+        assert asked().strip() == "None"
+        (folder / "derivatives.py").unlink()
+        (tmp_path / "derivatives.py").rename(folder / "derivatives.py")
     monkeypatch.undo()
     monkeypatch.setattr(lastrun, "PATH", path)
     forged = "ok\n\x1b[2J\x1b[31m✓ 1.1 passed\r"

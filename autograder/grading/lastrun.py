@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -54,22 +55,33 @@ def save(results: Results, root: Path, files: dict[str, str | None], task_files:
         pass
 
 
-def _current(root: Path, module: str) -> str | None:
-    """The digest of `root/module.py` now, as `save` was given it (None: missing or unreadable)."""
+def _read(path: Path, cap: int) -> bytes | None:
+    """The bytes of `path` if it is a regular file (no symbolic link, no pipe to block on) of at most `cap` bytes."""
     try:
-        with open(root / f"{module}.py", "rb") as f:
-            data = f.read(MAX_SOURCE + 1)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
-    return digest(data) if len(data) <= MAX_SOURCE else None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = f.read(cap + 1)
+        except OSError:
+            return None
+    return data if len(data) <= cap else None
+
+
+def _current(root: Path, module: str) -> str | None:
+    """The digest of `root/module.py` now, as the grader recorded it (None: missing, or not a file it reads)."""
+    data = _read(root / f"{module}.py", MAX_SOURCE)
+    return None if data is None else digest(data)
 
 
 def _load(path: Path) -> dict | None:
+    text = _read(path, MAX_FILE)
     try:
-        with open(path, "rb") as f:
-            text = f.read(MAX_FILE + 1)
-        data = json.loads(text) if len(text) <= MAX_FILE else None
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
