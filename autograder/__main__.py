@@ -4,7 +4,8 @@
 - `grade [--impl DIR]` grades with the one runner and prints the scorecard (what batch and Gradescope run);
 - `watch [--lesson N]` re-grades the tasks of each file you save and shows your progress;
 - `sync [--check] [--force]` regenerates `exercises/` from `solutions/` (part of `build`);
-- `hint L.N` prints a task's hints, one more level on each call (`--all`: every level; `--reset`: from level 1);
+- `hint L.N` prints a task's hints, one more level on each call (`--all`: every level; `--reset`: from level 1),
+  after the hint of the check that failed in the last run of that task's code, if one did (`grading/lastrun.py`);
   `tasks` lists every task with its page and grading command;
 - `nbgrader-extensions off|on` hides nbgrader's Jupyter menus from learners (or shows them);
 - `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/` (part of `build`);
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import EXERCISES
-from autograder.grading import options
+from autograder.grading import lastrun, options
 from autograder.grading.scorecard import grade_command, page_link
 
 
@@ -93,6 +94,12 @@ def _hint(args: argparse.Namespace) -> int:
         (folder / HINTS_SEEN).write_text(json.dumps(seen, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     except OSError as exc:  # a read-only folder still gets its hint; the next call shows the same level
         print(f"(could not remember the hints you saw: {exc})", file=sys.stderr)
+    failed = lastrun.failed_check(task.id, folder)
+    if failed:  # the scorecard's first hint, then the task's levels as always
+        description, hint = failed
+        print(f"Task {task.id} · {task.title}: the check that failed in your last run")
+        print(f"  check: {description}")
+        print(f"  hint:  {hint}")
     print(f"Task {task.id} · {task.title}: hint {shown} of {levels}")
     for number, hint in enumerate(task.hints[:shown], start=1):
         print(f"  {number}. {hint}")

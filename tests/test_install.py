@@ -7,12 +7,15 @@
 - The maintainers' `test` extra includes the instructors' extra.
 - The README's Linux install line and pyproject's `[tool.uv.sources]` name the same CPU-only index for torch,
   at the version pyproject pins.
+- The README's install commands are the ones lesson 0's tabs give and the ones `.ci/run` runs as a learner, string
+  for string, with `--no-compile` (the install size the README states is measured with it).
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
+import importlib.util
 import re
 import subprocess
 import sys
@@ -132,10 +135,43 @@ def test_readme_and_pyproject_take_torch_from_the_same_cpu_index():
     index = next(i for i in uv["index"] if i["name"] == source["index"])
     assert index["explicit"] is True, "the CPU index must serve torch only (explicit = true)"
     assert "linux" in source["marker"] and "cpu" in index["url"]
-    line = next(row for row in README.splitlines() if row.startswith("| Linux |"))
-    assert f"pip install torch=={version} --index-url {index['url']}" in line, line
-    assert "pip install -e ." in line
+    torch_line = readme_install_commands()["Linux"][0]
+    assert torch_line == f"pip install --no-compile torch=={version} --index-url {index['url']}", torch_line
     assert "torch pinned to the CPU build" not in (REPO / "pyproject.toml").read_text()
+
+
+def readme_install_commands() -> dict[str, list[str]]:
+    """The commands of the Quick start's install table, per row: {"Linux": [...], "macOS, Windows": [...]}."""
+    rows = {}
+    for row in README[README.index("| platform | install |") :].splitlines()[2:]:
+        if not row.startswith("|"):
+            break
+        platform, commands = (cell.strip() for cell in row.strip("|").split("|"))
+        rows[platform] = re.findall(r"`([^`]+)`", commands)
+    return rows
+
+
+def test_the_readme_lesson_0_and_ci_give_the_same_install_commands():
+    """Lesson 0's tabs run the README's commands through `python -m`, and `.ci/run`'s learner runs the Linux ones."""
+    readme = readme_install_commands()
+    assert readme == {
+        "Linux": [readme["Linux"][0], "pip install --no-compile -e ."],
+        "macOS, Windows": ["pip install --no-compile -e ."],
+    }, readme
+    assert readme["Linux"][0].startswith("pip install --no-compile torch==")
+    page = (REPO / "course" / "00-welcome.md").read_text()
+    tabs = re.split(r'^=== "(\w+)"$', page[page.index('=== "Linux"') : page.index("Then open this course")], flags=re.M)
+    bodies = dict(zip(tabs[1::2], tabs[2::2], strict=True))
+    pip_lines = {name: re.findall(r"^ +(\S.*pip install.*)$", body, re.M) for name, body in bodies.items()}
+    assert pip_lines == {
+        "Linux": [f"python -m {command}" for command in readme["Linux"]],
+        "macOS": [f"python -m {command}" for command in readme["macOS, Windows"]],
+        "Windows": [f"python -m {command}" for command in readme["macOS, Windows"]],
+    }, pip_lines
+    ci = (REPO / ".ci" / "run").read_text()
+    learner = ci[ci.index('as_learner /usr/bin/python3 -m venv "$home/venv"') :]
+    ran = re.findall(r"python -m (pip install[^\"&]*?)\s*(?:\"|&&)", learner)
+    assert ran == readme["Linux"], ran
 
 
 def test_lesson_0_says_how_to_get_and_install_the_course(monkeypatch):
@@ -145,7 +181,7 @@ def test_lesson_0_says_how_to_get_and_install_the_course(monkeypatch):
     assert "<the course repository>" not in page and "\n<!-- course: clone -->\n" in page
     index = PYPROJECT["tool"]["uv"]["index"][0]["url"]
     linux = page[page.index('=== "Linux"') : page.index('=== "macOS"')]
-    assert f"pip install torch==2.13.0 --index-url {index}" in linux
+    assert f"pip install --no-compile torch==2.13.0 --index-url {index}" in linux
     monkeypatch.syspath_prepend(str(REPO / "course" / "_build"))
     import hooks
 
@@ -154,3 +190,15 @@ def test_lesson_0_says_how_to_get_and_install_the_course(monkeypatch):
     monkeypatch.setattr(hooks, "_config", {"repo_url": None})
     told = hooks.expand("clone", None)
     assert "git clone URL-YOU-WERE-GIVEN backprop-course" in told and "address you were given" in told
+
+
+def test_the_readmes_install_figures_come_from_the_benchmark_that_runs_its_commands():
+    """The size and time the README states name `bench_install.py`, which runs the README's own table."""
+    readme = " ".join(README.split())
+    assert "Measured with `python tests/benchmarks/bench_install.py`, which runs this table's commands" in readme
+    spec = importlib.util.spec_from_file_location("bench_install", REPO / "tests/benchmarks/bench_install.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table = readme_install_commands()
+    assert bench.readme_commands("Linux") == table["Linux"]
+    assert bench.readme_commands("Darwin") == bench.readme_commands("Windows") == table["macOS, Windows"]

@@ -8,12 +8,16 @@ results by hand and call the scorecard's helpers.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 from autograder.course import registry
-from autograder.grading import scorecard
+from autograder.grading import lastrun, scorecard
 from autograder.grading.results import SKIPPED, Results
 from autograder.grading.results import TestResult as Check  # not a test class
+from autograder.grading.verdicts import shown
 
 from .conftest import REPO, copy_of, grade
 
@@ -151,10 +155,177 @@ def test_the_hint_comes_first_only_when_one_check_fails():
 
 def test_the_readmes_grading_times_are_the_benchmarks():
     """No unmeasured promise ("a few seconds"): the intro's figures are those the benchmark's paragraph reports."""
-    readme = (REPO / "README.md").read_text()
+    readme = " ".join((REPO / "README.md").read_text().split())
     assert "few seconds" not in readme
-    intro = re.search(r"the whole course in ([\d.]+) s, one lesson in ([\d.]+) s", readme)
+    intro = re.search(
+        r"`tests/benchmarks/bench_grading.py` timed the whole course in ([\d.]+) s, one lesson in ([\d.]+) s", readme
+    )
     measured = readme[readme.index("How fast, as `python tests/benchmarks/bench_grading.py` measured it") :]
     assert intro and (REPO / "tests/benchmarks/bench_grading.py").exists()
-    assert f"the whole course {intro[1]} s with forked workers" in " ".join(measured.split())
-    assert f"one lesson (`--lesson 2`) {intro[2]} s" in " ".join(measured.split())
+    assert f"the whole course {intro[1]} s with forked workers" in measured
+    assert f"one lesson (`--lesson 2`) {intro[2]} s" in measured
+
+
+# --- `python -m autograder hint L.N` opens with the last run's failing check ----------------------------------------
+
+
+def hint(folder, task_id: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "hint", task_id, "--impl", str(folder)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and not proc.stderr, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_hint_shows_the_hint_of_the_check_that_failed_in_the_last_run_first(tmp_path):
+    """The run the scorecard reported, then `hint 1.1`: that check's hint first, then level 1 as always; from
+    another folder, once the file changed, or for a task that passed, the hints are what they always were."""
+    submission = broken(tmp_path, "derivatives.py", ("    ### BEGIN SOLUTION (task 1.1)\n    _check_step(h)\n", ""))
+    run = grade(submission, "--lesson", "1", tmp_path=tmp_path)
+    assert run.status == {"1.1": "failed", "1.2": "passed", "1.3": "passed"}, run.output[-3000:]
+    (failed,) = [r for r in run.results["extra_data"]["results"] if r["status"] == "failed"]
+    levels = registry.task("1.1").hints
+    as_always = [
+        f"Task 1.1 · forward_difference: hint 1 of {len(levels)}",
+        f"  1. {levels[0]}",
+    ]
+    assert hint(submission, "1.1").splitlines()[:5] == [
+        "Task 1.1 · forward_difference: the check that failed in your last run",
+        f"  check: {failed['description']}",
+        f"  hint:  {failed['hint']}",
+        *as_always,
+    ]
+    assert hint(submission, "1.2").splitlines()[0] == "Task 1.2 · central_difference: hint 1 of 3"  # it passed
+    other = copy_of("solutions", tmp_path, "other")  # another folder: not its run
+    assert hint(other, "1.1").splitlines()[:2] == as_always
+    (other / ".hints-seen.json").unlink()
+    (other / "derivatives.py").write_bytes((submission / "derivatives.py").read_bytes())
+    assert hint(other, "1.1").splitlines()[:2] == as_always, "same code, but not the folder that was graded"
+    with (submission / "derivatives.py").open("a") as f:
+        f.write("# changed since the run\n")
+    (submission / ".hints-seen.json").unlink()
+    assert hint(submission, "1.1").splitlines()[:2] == as_always, "the file changed: that run is stale"
+
+
+def _last_run(tmp_path, *tests: tuple[str, str, str, str], **changes) -> tuple:
+    """A last-run file of a folder holding derivatives.py, for checks given as `_results` takes them."""
+    folder = tmp_path / "work"
+    folder.mkdir(exist_ok=True)
+    (folder / "derivatives.py").write_text("def forward_difference(fn, x, h=1e-6):\n    return 0\n")
+    files = {"derivatives": lastrun.digest((folder / "derivatives.py").read_bytes())}
+    task_files = {task: ["derivatives"] for task in ("1.1", "1.2", "1.3")}
+    path = tmp_path / "last-run.json"
+    lastrun.save(_results(*tests), folder, files, task_files, path)
+    if changes:
+        data = json.loads(path.read_text())
+        for key, value in changes.items():
+            data[key] = value(data[key]) if callable(value) else value
+        path.write_text(json.dumps(data))
+    return folder, path
+
+
+def test_hint_takes_the_check_only_where_the_scorecard_would(tmp_path):
+    """Exactly one check of the task went wrong (a check a timeout skipped is no second one), in the same folder."""
+    one = [("1.1", "passed", "", ""), ("1.1", "failed", "", "wrong"), ("1.2", "passed", "", "")]
+    folder, path = _last_run(tmp_path, *one)
+    assert lastrun.failed_check("1.1", folder, path) == ("check 1", "hint 1")
+    assert lastrun.failed_check("1.2", folder, path) is None  # it passed
+    assert lastrun.failed_check("1.3", folder, path) is None  # not graded in that run
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "derivatives.py").write_bytes((folder / "derivatives.py").read_bytes())
+    assert lastrun.failed_check("1.1", other, path) is None  # another folder's run, even with the same file
+    folder, path = _last_run(tmp_path, ("1.1", "failed", "", "wrong"), ("1.1", "error", "", "raised"))
+    assert lastrun.failed_check("1.1", folder, path) is None  # two: the task's own levels say more
+    folder, path = _last_run(tmp_path, ("1.1", "timed out", "", "stopped"), ("1.1", "timed out", "", SKIPPED))
+    assert lastrun.failed_check("1.1", folder, path) == ("check 0", "hint 0")
+    folder, path = _last_run(tmp_path, ("1.1", "not started", "", "the stub"))
+    assert lastrun.failed_check("1.1", folder, path) is None
+    folder, path = _last_run(tmp_path, *one, results=lambda r: {**r, "complete": False})
+    assert lastrun.failed_check("1.1", folder, path) is None  # a run still going, or stopped before its end
+    general = registry.task("1.1").hints[0]
+    folder, path = _last_run(
+        tmp_path, *one, results=lambda r: {**r, "tests": [{**t, "hint": general} for t in r["tests"]]}
+    )
+    assert lastrun.failed_check("1.1", folder, path) is None  # already one of the task's levels
+
+
+HOSTILE = [  # what a learner's code at the `processes` level could leave in the last-run file, or a broken disk
+    b"",
+    b"\x00\xff not json",
+    b"[1, 2]",
+    b'{"root": 1}',
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"root": "ROOT", "files": [], "task_files": {}, "results": {}}',
+    b'{"root": "ROOT", "files": {"derivatives": "DIGEST"}, "task_files": {"1.1": "derivatives"}, "results": {}}',
+    b'{"root": "ROOT", "files": {"derivatives": "DIGEST"}, "task_files": {"1.1": [["derivatives"]]}, "results": {}}',
+    b'{"root": "ROOT", "files": {"derivatives": "DIGEST"}, "task_files": {"1.1": ["derivatives"]}, "results": []}',
+    b'{"root": "ROOT", "files": {"derivatives": "DIGEST"}, "task_files": {"1.1": ["derivatives"]}, '
+    b'"results": {"complete": true, "tests": {"1.1": 1}}}',
+]
+
+
+def test_hint_survives_any_last_run_file_and_escapes_what_it_shows(tmp_path, monkeypatch, capsys):
+    """A missing, corrupt, malformed or hostile file: the task's hints as always, never a traceback; the strings of
+    a well-formed one reach the terminal escaped, as every learner string does (`verdicts.shown`)."""
+    from autograder.__main__ import main
+
+    folder, path = _last_run(tmp_path, ("1.1", "failed", "", "wrong"))
+    data = json.loads(path.read_text())
+    monkeypatch.setattr(lastrun, "PATH", tmp_path / "absent.json")
+    level_1 = f"  1. {registry.task('1.1').hints[0]}"
+
+    def first_lines() -> list[str]:
+        assert main(["hint", "1.1", "--reset", "--impl", str(folder)]) == 0
+        return capsys.readouterr().out.splitlines()[:2]
+
+    assert first_lines()[1] == level_1
+    monkeypatch.setattr(lastrun, "PATH", path)
+    for text in HOSTILE:
+        text = text.replace(b"ROOT", json.dumps(str(folder))[1:-1].encode())
+        path.write_bytes(text.replace(b"DIGEST", data["files"]["derivatives"].encode()))
+        assert first_lines()[1] == level_1, text[:200]
+    for bad in ({"points": "1"}, {"status": "in progress"}, {"hint": 3}, {"hidden": "no"}, {"task": None}):
+        tests = [{**t, **bad} for t in data["results"]["tests"]]
+        path.write_text(json.dumps({**data, "results": {**data["results"], "tests": tests}}))
+        assert first_lines()[1] == level_1, bad
+    monkeypatch.setattr(lastrun, "MAX_FILE", 1000)
+    path.write_text(json.dumps({**data, "padding": "x" * 1000}))
+    assert first_lines()[1] == level_1, "a file over the cap is not read"
+    if hasattr(os, "mkfifo"):  # a pipe where a file should be: reading it would wait forever (here: 30 s, a failure)
+        ask = (
+            "from pathlib import Path; from autograder.grading import lastrun; "
+            f"print(lastrun.failed_check('1.1', Path({str(folder)!r}), Path({str(path)!r})))"
+        )
+
+        def asked() -> str:
+            return subprocess.run(
+                [sys.executable, "-c", ask], cwd=REPO, capture_output=True, text=True, timeout=30
+            ).stdout
+
+        path.write_text(json.dumps(data))
+        assert asked().strip() == "('check 0', 'hint 0')"
+        path.unlink()
+        os.mkfifo(path)
+        assert asked().strip() == "None"
+        path.unlink()
+        path.write_text(json.dumps(data))
+        (folder / "derivatives.py").rename(tmp_path / "derivatives.py")
+        os.mkfifo(folder / "derivatives.py")
+        assert asked().strip() == "None"
+        (folder / "derivatives.py").unlink()
+        (tmp_path / "derivatives.py").rename(folder / "derivatives.py")
+    monkeypatch.undo()
+    monkeypatch.setattr(lastrun, "PATH", path)
+    forged = "ok\n\x1b[2J\x1b[31m✓ 1.1 passed\r"
+    tests = [{**t, "description": forged, "hint": forged * 100} for t in data["results"]["tests"]]
+    path.write_text(json.dumps({**data, "results": {**data["results"], "tests": tests}}))
+    assert main(["hint", "1.1", "--impl", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and "ok\\x0a\\x1b[2J\\x1b[31m✓ 1.1 passed\\x0d" in out
+    assert out.splitlines()[1] == "  check: " + shown(forged, lastrun.MAX_DESCRIPTION, lines=False)
+    assert len(out) < 6000, "the hint is capped"

@@ -47,7 +47,7 @@ from autograder.course.regions import (
     module_of,
     owners_of,
 )
-from autograder.grading import caches, drawing, fresh_inputs, isolation, options, pool, scorecard, verdicts
+from autograder.grading import caches, drawing, fresh_inputs, isolation, lastrun, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE
 from autograder.grading.results import SKIPPED, Results, TestResult
 from autograder.grading.verdicts import Fault, LearnerError
@@ -130,6 +130,7 @@ class Grader:
         self.own_zygotes = False
         self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
         self.file_failures: dict[str, tuple] = {}  # learner file -> why it does not load (a LearnerError's arguments)
+        self.file_digests: dict[str, str | None] = {}  # learner file -> its digest as first read (None: unreadable)
         self.timed_out: dict[str, str] = {}  # task -> the check that timed out (its later checks are skipped)
         self.asked: dict[str, list[dict]] = {}  # task -> the scenario calls its checks made, in order
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
@@ -161,7 +162,9 @@ class Grader:
         for module in modules:
             try:
                 text = read_learner_file(self.root, module)
+                self.file_digests.setdefault(module, None if text is None else lastrun.digest(text.encode("utf-8")))
             except LearnerFileError as exc:
+                self.file_digests.setdefault(module, None)
                 self.file_failures[module] = (Fault.BAD_FILE, {"message": str(exc)})
                 continue
             if text is not None:
@@ -773,6 +776,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = session.config.getoption("results_json")
     if path:
         scorecard.write_json(Path(path), scorecard.gradescope_results(grader.results))
+    # last, and never in the way of the results: the run as `python -m autograder hint` reads it
+    task_files = {task_id: learner_files(task_id) for task_id in {t.task for t in grader.results.tests}}
+    lastrun.save(grader.results, grader.root, grader.file_digests, task_files)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
