@@ -246,7 +246,7 @@ LESSONS: tuple[Lesson, ...] = (
         "The accumulation bug",
         (
             "7.1",
-            "every _backward accumulates",
+            "a Value used twice",
             [
                 "`b = a + a`: both of b's inputs are a, so a must receive two contributions.",
                 "In every `_backward`, add to the children's grad (`+=`) instead of assigning it (`=`).",
