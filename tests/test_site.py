@@ -214,6 +214,14 @@ NUMBERS: dict[int, list[str]] = {
         ", 1 thread",
         "python tests/benchmarks/bench_demo.py",
     ],
+    14: [
+        "scalar engine: 398 Values for one loss, 41 parameters",
+        "down to (1, 4): [[12.0, 15.0, 18.0, 21.0]]",
+        "G @ B.T:              [[1.0, 0.0, 0.5], [-3.0, 4.0, -0.5]]",
+        "loss: scalar engine 6.0054027833   tensors 6.0054027833",
+        "one loss: 398 Values, or 20 Tensors",
+        "same history within 1e-12: True",
+    ],
 }
 
 
