@@ -204,6 +204,7 @@ NUMBERS: dict[int, list[str]] = {
         "step  0  loss 1.1706  accuracy 50%",
         "step 99  loss 0.0136  accuracy 100%",
         "the trained model: accuracy 100% on the 100 training points",
+        "test accuracy     99.5% on 200 held-out points",
     ],
     13: [
         "one step's graph has 69,018 Values",
