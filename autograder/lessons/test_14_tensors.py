@@ -375,7 +375,7 @@ BIAS = [[0.5, -1.0, 2.0, 0.0]]
 @pytest.mark.task(
     "14.2", points=1, hint="Forward: a new Tensor of self.data + other.data, children (self, other), '+'."
 )
-def test_add_forward(learner):
+def test_tensor_add_forward(learner):
     """a (3, 4) batch plus a bias row (1, 4): the sum row by row, op '+', both inputs as children, inputs unchanged"""
     got = learner.run(binary, "+", BATCH, BIAS)
     inputs = f"A = Tensor({BATCH}), B = Tensor({BIAS}); A + B"
@@ -398,7 +398,7 @@ def test_add_backward_sums_over_the_batch(learner):
 
 
 @pytest.mark.task("14.2", points=2, hint="Each input of * receives the other input's data times out.grad, summed down.")
-def test_mul_backward(learner, reference):
+def test_tensor_mul_backward(learner, reference):
     """A (2, 3) times a row (1, 3) and times the number 2.5: data and grads as PyTorch's"""
     a, b, g = [[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]], [[2.0, 0.5, -1.0]], [[1.0, 2.0, 3.0], [-1.0, 0.0, 1.0]]
     got = learner.run(binary, "*", a, b, g)
