@@ -37,6 +37,15 @@ def moons(n_samples: int = 100, noise: float = 0.1, seed: int = 1) -> tuple[list
     return X.tolist(), [int(label) * 2 - 1 for label in y[order]]
 
 
+def held_out_moons(n_samples: int = 200, noise: float = 0.1, seed: int = 2) -> tuple[list[list[float]], list[int]]:
+    """Points held back from training: a second draw of the same two moons, with its own seed.
+
+    The training points are `moons()` (100 points, seed 1); these share no draw with them, so the
+    accuracy on them says how the trained model does on points it has never seen.
+    """
+    return moons(n_samples, noise, seed)
+
+
 def classifier_model(seed: int = 1337) -> MLP:
     """The lesson's network: MLP(2, [16, 16, 1]), ReLU hidden layers, a linear output score."""
     random.seed(seed)

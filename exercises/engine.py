@@ -14,7 +14,7 @@ Tasks in this file (the list is written by `python -m autograder build`):
 - 5.3 Value.__mul__ backward
 - 6.1 Value.backward
 - 6.2 Value.backward without recursion
-- 7.1 every _backward accumulates
+- 7.1 a Value used twice
 - 8.1 Value.__radd__ and __rmul__
 - 8.2 Value.__pow__
 - 8.3 Value.__neg__, __sub__ and __rsub__

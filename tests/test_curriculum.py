@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from solutions import backprop_by_hand, classifier, derivatives, further, nn, torch_bridge, train
+from solutions import backprop_by_hand, classifier, derivatives, further, nn, tensor, torch_bridge, train
 from solutions.engine import Value
 
 
@@ -169,9 +169,14 @@ def test_lesson_11_loss_falls_to_near_zero():
 def test_lesson_12_demo_reaches_full_training_accuracy():
     """The lesson-12 demo itself: 100 steps, full batch (about a minute)."""
     X, y = classifier.moons()
-    history = classifier.train_classifier(classifier.classifier_model(), X, y, steps=100)
+    model = classifier.classifier_model()
+    history = classifier.train_classifier(model, X, y, steps=100)
     assert history[-1][1] >= 0.99
     assert history[-1][0] < history[0][0] / 10
+    # the held-out split: a second draw of the same moons, disjoint from the 100 training points
+    X_test, y_test = classifier.held_out_moons()
+    assert len(X_test) == 200 and not {tuple(x) for x in X} & {tuple(x) for x in X_test}
+    assert classifier.accuracy([model(x) for x in X_test], y_test) >= 0.95
 
 
 def test_lesson_13_bonus_cross_entropy_is_stable_and_momentum_trains():
@@ -191,3 +196,20 @@ def test_lesson_13_bonus_cross_entropy_is_stable_and_momentum_trains():
         opt.step()
         history.append(loss.data)
     assert history[-1] < 0.05 < 1 < history[0]
+
+
+def test_lesson_14_bonus_tensor_network_is_the_scalar_network():
+    """Lesson 11's network as matrices: the same loss and gradients as the scalar engine, the same training run."""
+    scalar, tensors = train.lesson_model(), tensor.lesson_model()
+    loss = train.squared_error_loss([scalar(x) for x in train.XS], train.YS)
+    loss.backward()
+    tloss = tensor.squared_error(tensors(tensor.Tensor(train.XS)), train.YS)
+    tloss.backward()
+    assert tloss.shape == () and float(tloss.data) == pytest.approx(loss.data, rel=1e-12)
+    for layer, w, b in zip(scalar.layers, tensors.weights, tensors.biases, strict=True):
+        want_w = [[n.w[i].grad for n in layer.neurons] for i in range(w.shape[0])]
+        assert w.grad.shape == (len(want_w), len(layer.neurons)) and b.grad.shape == (1, len(layer.neurons))
+        assert w.grad.ravel().tolist() == pytest.approx([g for row in want_w for g in row], rel=1e-12, abs=1e-14)
+        assert b.grad.ravel().tolist() == pytest.approx([n.b.grad for n in layer.neurons], rel=1e-12, abs=1e-14)
+    history = tensor.train_tensor_mlp(tensor.lesson_model(), train.XS, train.YS, steps=20, learning_rate=0.05)
+    assert history == pytest.approx(train.train(train.lesson_model(), train.XS, train.YS, 20, 0.05), rel=1e-12)

@@ -57,7 +57,7 @@ def test_checks_that_wait_inside_a_failed_task_say_why(tmp_path):
     waiting = [r for r in run.results["extra_data"]["results"] if r["status"] == "not started"]
     assert waiting and {r["waits_for"] for r in waiting} == {"5.1"}
     lines = task_lines(run.output, "7.1")
-    assert lines[0].split()[:3] == ["✗", "7.1", "every"] and "failed" in lines[0]
+    assert lines[0].split()[:6] == ["✗", "7.1", "a", "Value", "used", "twice"] and "failed" in lines[0]
     assert lines[1:] == [f"         {len(waiting)} checks wait for task 5.1 (Value.tanh)"], run.output[-3000:]
 
 

@@ -204,6 +204,7 @@ NUMBERS: dict[int, list[str]] = {
         "step  0  loss 1.1706  accuracy 50%",
         "step 99  loss 0.0136  accuracy 100%",
         "the trained model: accuracy 100% on the 100 training points",
+        "test accuracy     99.5% on 200 held-out points",
     ],
     13: [
         "one step's graph has 69,018 Values",
@@ -213,6 +214,14 @@ NUMBERS: dict[int, list[str]] = {
         "1.0 once per step",
         ", 1 thread",
         "python tests/benchmarks/bench_demo.py",
+    ],
+    14: [
+        "scalar engine: 398 Values for one loss, 41 parameters",
+        "down to (1, 4): [[12.0, 15.0, 18.0, 21.0]]",
+        "G @ B.T:              [[1.0, 0.0, 0.5], [-3.0, 4.0, -0.5]]",
+        "loss: scalar engine 6.0054027833   tensors 6.0054027833",
+        "one loss: 398 Values, or 20 Tensors",
+        "same history within 1e-12: True",
     ],
 }
 

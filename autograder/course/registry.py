@@ -246,7 +246,7 @@ LESSONS: tuple[Lesson, ...] = (
         "The accumulation bug",
         (
             "7.1",
-            "every _backward accumulates",
+            "a Value used twice",
             [
                 "`b = a + a`: both of b's inputs are a, so a must receive two contributions.",
                 "In every `_backward`, add to the children's grad (`+=`) instead of assigning it (`=`).",
@@ -487,6 +487,74 @@ LESSONS: tuple[Lesson, ...] = (
                 "step(): first the new velocity, from the old one and the parameter's grad; then move the "
                 "parameter's data by that velocity.",
                 "zero_grad() clears the grads only: the velocities are the optimizer's memory from step to step.",
+            ],
+        ),
+        bonus=True,
+    ),
+    _lesson(
+        14,
+        "tensors",
+        "From scalars to tensors",
+        (
+            "14.1",
+            "unbroadcast",
+            [
+                "A number that broadcasting repeated was used once per copy: what do the copies' gradients add up to?",
+                "Two kinds of stretched axes: axes put in front of a shorter shape, and axes of length 1 that were "
+                "repeated.",
+                "Sum over the leading extra axes until the number of axes matches, then over every axis where "
+                "`shape` has 1, keeping that axis (`keepdims=True`).",
+            ],
+        ),
+        (
+            "14.2",
+            "Tensor.__add__ and __mul__",
+            [
+                "The forward pass is NumPy's own `+` and `*` on the two `.data` arrays; wrap a plain number or "
+                "array as a Tensor first.",
+                "The local rules are lesson 5's, element by element: `+` passes `out.grad` on, `*` multiplies it "
+                "by the other input's data.",
+                "What arrives may have the output's shape, not the input's: pass it through `unbroadcast` with "
+                "the input's shape before adding it (`+=`).",
+            ],
+        ),
+        (
+            "14.3",
+            "Tensor.__matmul__",
+            [
+                "Forward: `self.data @ other.data`, children `(self, other)`, op '@'.",
+                "Each output element is a sum of products: apply the product rule and the sum rule to one "
+                "input element, then collect all of them.",
+                "The gradient of an input has that input's shape: find the product of `out.grad` with the other "
+                "input (transposed) whose shape fits, and add it (`+=`).",
+            ],
+        ),
+        (
+            "14.4",
+            "Tensor.tanh and Tensor.sum",
+            [
+                "tanh works element by element: lesson 5's rule, with NumPy's `np.tanh` on the whole array.",
+                "sum has one output number that every element feeds with weight 1.",
+                "In sum's `_backward`, every element of `self.grad` receives the same single number, `out.grad`.",
+            ],
+        ),
+        (
+            "14.5",
+            "Tensor.backward",
+            [
+                "The graph of Tensors is a graph like any other: the sweep of task 6.2 works unchanged.",
+                "Only the seed changes: dL/dL is 1 for every element of the output, an array of ones of its shape.",
+            ],
+        ),
+        (
+            "14.6",
+            "TensorMLP, its loss and its training",
+            [
+                "A layer of lesson 10 applied to a whole batch at once is one matrix product, one broadcast bias "
+                "row and one tanh.",
+                "The loss: the difference with the targets as a column (n, 1), multiplied by itself, summed.",
+                "The loop is lesson 11's: forward, loss, zero_grad, backward, update each parameter's data; "
+                "record the loss as a float.",
             ],
         ),
         bonus=True,

@@ -33,8 +33,8 @@ grades it. Generated from `solutions/` by `python -m autograder sync`.
 def stub_lines(task_ids: tuple[str, ...], indent: str) -> list[str]:
     """The two lines that replace a solution region.
 
-    A region shared with later tasks names them without their titles: a title such as "every
-    `_backward` accumulates" would give away what the later lesson lets the learner discover.
+    A region shared with later tasks names them without their titles: a later task's title would
+    announce what that lesson lets the learner discover before the learner gets there.
     """
     own = registry.task(task_ids[0])
     also = "".join(f" Also task {t}: a later task revisits this code." for t in task_ids[1:])

@@ -1,4 +1,4 @@
-"""PyTorch's float64 values, the expected side of the checks that compare with PyTorch (lessons 8, 9, 12, 13).
+"""PyTorch's float64 values, the expected side of the checks that compare with PyTorch (lessons 8, 9, 12 to 14).
 
 Each function imports torch itself and returns plain data. The judgements call
 them through `reference.compute(fn, *args)`, which keeps the result with the
@@ -133,3 +133,48 @@ def sgd_descent(start: list[float], centre: list[float], lr: float, beta: float,
             _sgd_step([p], [grad], buffers, lr, beta)
         history.append(total.item())
     return [history, p.tolist()]
+
+
+# --- lesson 14: tensors -------------------------------------------------------------------------------------------
+
+
+def elementwise(op: str, a, b, g) -> list:
+    """[A op B, A.grad, B.grad] for `+` or `*` with broadcasting, the output's gradient being `g`."""
+    A, B = _tensor(a, grad=True), _tensor(b, grad=True)
+    out = A + B if op == "+" else A * B
+    out.backward(_tensor(g))
+    return [out.tolist(), A.grad.tolist(), B.grad.tolist()]
+
+
+def matmul(a, b, g) -> list:
+    """[A @ B, A.grad, B.grad], the product's gradient being `g`."""
+    A, B = _tensor(a, grad=True), _tensor(b, grad=True)
+    out = A @ B
+    out.backward(_tensor(g))
+    return [out.tolist(), A.grad.tolist(), B.grad.tolist()]
+
+
+def tensor_unary(name: str, x, g) -> list:
+    """[out, A.grad] for out = A.tanh() or A.sum(), the output's gradient being `g`."""
+    A = _tensor(x, grad=True)
+    out = A.tanh() if name == "tanh" else A.sum()
+    out.backward(_tensor(g))
+    return [out.tolist(), A.grad.tolist()]
+
+
+def tensor_mlp(weights: list, biases: list, xs: list, ys: list) -> dict:
+    """Σ (ŷ - y)² of the network tanh(x @ W + b) layer by layer on the batch xs, and the grads of every W and b."""
+    import torch
+
+    ws = [_tensor(w, grad=True) for w in weights]
+    bs = [_tensor([b], grad=True) for b in biases]
+    x = _tensor(xs)
+    for w, b in zip(ws, bs, strict=True):
+        x = torch.tanh(x @ w + b)
+    loss = ((x - _tensor(ys).reshape(-1, 1)) ** 2).sum()
+    loss.backward()
+    return {
+        "loss": loss.item(),
+        "weight_grads": [w.grad.tolist() for w in ws],
+        "bias_grads": [b.grad.tolist() for b in bs],
+    }

@@ -477,6 +477,16 @@ def test_train_classifier_reaches_high_accuracy(learner):
     _check_learns(learner, data_seed=3, model_seed=3)
 
 
+@pytest.mark.task(
+    "12.4",
+    points=1,
+    hint="A model that learns the moons, not the noise of 16 points: train with the steps and rates you are given.",
+)
+def test_train_classifier_does_well_on_held_out_points(learner):
+    """the model of that short run classifies at least 80% of 200 held-out two-moons points right"""
+    _check_held_out(learner, data_seed=3, model_seed=3)
+
+
 def _scores_from(params, X, sizes: list[int], inputs: str) -> list[float]:
     """The scores of moons_model's MLP (ReLU hidden units, a linear score) with `params`, computed here.
 
@@ -503,6 +513,30 @@ def _scores_from(params, X, sizes: list[int], inputs: str) -> list[float]:
             values = out
         scores.append(values[0])
     return scores
+
+
+def _check_held_out(learner, data_seed, model_seed, n=16, steps=20, n_test=200, at_least=0.8):
+    """The model of `_check_learns`' run, scored by the grader on `n_test` two-moons points it never trained on.
+
+    The held-out points are the grader's own draw (seed `data_seed + 100`), and their scores come from the
+    trained parameters the worker reported, through the grader's own forward pass (`_scores_from`).
+    """
+    X, y = _moons(n, 0.1, data_seed)
+    X_test, y_test = _moons(n_test, 0.1, data_seed + 100)
+    inputs = (
+        _describe(n, data_seed, model_seed) + f", steps = {steps}; held out: {n_test} points (seed {data_seed + 100})"
+    )
+    got = learner.run(classifier_run, X, y, model_seed, [8, 8], steps)
+    scores = _scores_from(got["params"], X_test, [2, 8, 8, 1], inputs)
+    right = sum(s != 0 and (s > 0) == (label > 0) for s, label in zip(scores, y_test, strict=True))
+    expect(
+        right / n_test >= at_least,
+        "test accuracy of the trained model on held-out points (computed by the grader)",
+        f">= {at_least}",
+        f"{right / n_test} ({right} of {n_test} points)",
+        inputs,
+        note="the reference's run classifies about 90% of them right",
+    )
 
 
 def _check_learns(learner, data_seed, model_seed, n=16, steps=20):
@@ -611,7 +645,7 @@ def test_train_classifier_batches(learner, reference):
     hint="Use the model, data and steps you are given; the learning rate decays over exactly `steps` steps.",
 )
 def test_train_classifier_seeded_runs(learner, reference):
-    """seeded short runs match the reference, and another seeded run reaches 90% accuracy"""
+    """seeded short runs match the reference, and another seeded run reaches 90% accuracy, 80% on held-out points"""
     rng = random.Random(1204)
     for _ in range(2):
         _check_run(
@@ -624,6 +658,7 @@ def test_train_classifier_seeded_runs(learner, reference):
             hidden=(rng.randint(2, 5), rng.randint(2, 5)),
         )
     _check_learns(learner, data_seed=4, model_seed=1)
+    _check_held_out(learner, data_seed=4, model_seed=1)
 
 
 @pytest.mark.hidden
