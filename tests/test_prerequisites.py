@@ -88,7 +88,8 @@ def test_a_sibling_that_is_not_a_prerequisite_is_the_learners_own(monkeypatch):
 
 
 def test_a_value_method_of_a_task_that_is_not_a_prerequisite_is_the_learners_own():
-    """Task 8.2 (`__pow__`): lesson 2's `__add__` is the reference's; lesson 8's `__truediv__` is the learner's."""
+    """Task 2.3 (`__add__`): `__init__` (2.1, named in NEEDS) is the reference's; lesson 8's `__truediv__` is the
+    learner's."""
     learner = (
         (REPO / "solutions" / "engine.py")
         .read_text()
@@ -98,10 +99,11 @@ def test_a_value_method_of_a_task_that_is_not_a_prerequisite_is_the_learners_own
         )
     )
     assert '"learner 8.4"' in learner
-    impl = Implementation(_setup("8.2", "engine", learner))
+    learner = learner.replace("        self.data = data\n", "        self.data = -data\n", 1)  # 2.1, the learner's
+    impl = Implementation(_setup("2.3", "engine", learner))
     a = impl.Value(2.0)
     assert a / 2 == "learner 8.4"
-    assert (a + 1).data == 3.0 and (a**2).data == 4.0
+    assert a.data == 2.0 and (a + 1).data == 3.0  # the reference's __init__ under the learner's __add__
 
 
 def _written_with(task_id: str) -> set[str]:

@@ -615,6 +615,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "11.3": ("11.1", "11.2"),  # the loop computes the loss and takes the steps
     "12.4": ("12.1", "12.2", "12.3"),
     "13.2": ("13.1",),  # cross_entropy takes a log
+    "14.2": ("14.1",),  # + and * with broadcasting sum their gradients back with unbroadcast
+    "14.6": ("14.1", "14.2", "14.3", "14.4", "14.5"),  # the network is made of the lesson's Tensor
 }
 
 
