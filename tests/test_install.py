@@ -136,7 +136,7 @@ def test_readme_and_pyproject_take_torch_from_the_same_cpu_index():
     assert index["explicit"] is True, "the CPU index must serve torch only (explicit = true)"
     assert "linux" in source["marker"] and "cpu" in index["url"]
     torch_line = readme_install_commands()["Linux"][0]
-    assert torch_line == f"pip install --no-compile torch=={version} --index-url {index['url']}", torch_line
+    assert torch_line == f"pip install --no-compile torch=={version} --extra-index-url {index['url']}", torch_line
     assert "torch pinned to the CPU build" not in (REPO / "pyproject.toml").read_text()
 
 
@@ -181,7 +181,7 @@ def test_lesson_0_says_how_to_get_and_install_the_course(monkeypatch):
     assert "<the course repository>" not in page and "\n<!-- course: clone -->\n" in page
     index = PYPROJECT["tool"]["uv"]["index"][0]["url"]
     linux = page[page.index('=== "Linux"') : page.index('=== "macOS"')]
-    assert f"pip install --no-compile torch==2.13.0 --index-url {index}" in linux
+    assert f"pip install --no-compile torch==2.13.0 --extra-index-url {index}" in linux
     monkeypatch.syspath_prepend(str(REPO / "course" / "_build"))
     import hooks
 
