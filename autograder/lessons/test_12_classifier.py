@@ -16,8 +16,10 @@ the step itself. The training scenarios therefore run inside
 no result.
 """
 
+import json
 import math
 import random
+import weakref
 
 import pytest
 
@@ -515,6 +517,18 @@ def _scores_from(params, X, sizes: list[int], inputs: str) -> list[float]:
     return scores
 
 
+# one short training run serves the two checks that judge it (`_check_learns`, `_check_held_out`): by run, its answers
+_SHORT_RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _short_run(learner, X, y, model_seed, steps) -> dict:
+    runs = _SHORT_RUNS.setdefault(learner.grader, {})
+    key = json.dumps([learner.task, X, y, model_seed, steps])
+    if key not in runs:
+        runs[key] = learner.run(classifier_run, X, y, model_seed, [8, 8], steps)
+    return runs[key]
+
+
 def _check_held_out(learner, data_seed, model_seed, n=16, steps=20, n_test=200, at_least=0.8):
     """The model of `_check_learns`' run, scored by the grader on `n_test` two-moons points it never trained on.
 
@@ -526,7 +540,7 @@ def _check_held_out(learner, data_seed, model_seed, n=16, steps=20, n_test=200, 
     inputs = (
         _describe(n, data_seed, model_seed) + f", steps = {steps}; held out: {n_test} points (seed {data_seed + 100})"
     )
-    got = learner.run(classifier_run, X, y, model_seed, [8, 8], steps)
+    got = _short_run(learner, X, y, model_seed, steps)
     scores = _scores_from(got["params"], X_test, [2, 8, 8, 1], inputs)
     right = sum(s != 0 and (s > 0) == (label > 0) for s, label in zip(scores, y_test, strict=True))
     expect(
@@ -542,7 +556,7 @@ def _check_held_out(learner, data_seed, model_seed, n=16, steps=20, n_test=200, 
 def _check_learns(learner, data_seed, model_seed, n=16, steps=20):
     X, y = _moons(n, 0.1, data_seed)
     inputs = _describe(n, data_seed, model_seed) + f", steps = {steps}"
-    got = learner.run(classifier_run, X, y, model_seed, [8, 8], steps)
+    got = _short_run(learner, X, y, model_seed, steps)
     history = got["history"]
     expect(
         isinstance(history, list) and len(history) == steps,
