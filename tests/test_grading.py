@@ -362,3 +362,25 @@ def test_judgements_check_the_shape_of_an_answer_before_pairing_it_up():
     for wrong in ([], [1.0, 2.0], [1.0, 2.0, float("nan")], "scores"):
         with pytest.raises(CheckFailed, match="3 finite numbers"):
             _scores_from(wrong, [[1.0, 1.0]], sizes, "")
+
+
+def test_a_learner_file_is_read_only_as_a_regular_file_of_bounded_size(tmp_path):
+    """A link, a pipe (reading it would block) or a huge file is refused with the reason; a missing one is None."""
+    import os
+
+    from autograder.grading.limits import MAX_SOURCE
+    from autograder.grading.plugin import LearnerFileError, read_learner_file
+
+    (tmp_path / "engine.py").write_text("x = 1\n")
+    assert read_learner_file(tmp_path, "engine") == "x = 1\n"
+    assert read_learner_file(tmp_path, "nn") is None
+    (tmp_path / "graph.py").symlink_to(tmp_path / "engine.py")
+    (tmp_path / "train.py").write_bytes(b"#" * (MAX_SOURCE + 1))
+    (tmp_path / "further.py").write_bytes(b"\xff\xfe")
+    refused = {"graph": "symbolic link", "train": "the limit is", "further": "not UTF-8"}
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "classifier.py")
+        refused["classifier"] = "not a regular file"
+    for module, why in refused.items():
+        with pytest.raises(LearnerFileError, match=why):
+            read_learner_file(tmp_path, module)

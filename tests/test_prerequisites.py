@@ -19,7 +19,7 @@ import pytest
 
 from autograder.course import regions, registry
 from autograder.export import stubs
-from autograder.grading.plugin import reference_for
+from autograder.grading.plugin import prerequisite_owners, reference_for
 from autograder.worker.loading import Implementation
 
 from .conftest import REPO, grade
@@ -60,14 +60,12 @@ LEARNER_DERIVATIVES = textwrap.dedent("""
 
 
 def _setup(task_id: str, module: str, learner: str) -> dict:
-    owners = regions.owners_of(task_id)
-    needed = registry.prerequisites(task_id)
-    under = {r.owner for r in regions.all_regions() if r.module == module and needed & set(r.tasks)} - owners
+    """What the grader sends the task's worker (`Grader.setup_for`), with `learner` as the learner's file."""
     return {
         "task": task_id,
         "module": module,
-        "owners": sorted(owners),
-        "prerequisite_owners": sorted(under),
+        "owners": sorted(regions.owners_of(task_id)),
+        "prerequisite_owners": sorted(prerequisite_owners(task_id)),
         "learner": {module: [learner, f"{module}.py"]},
         "reference": reference_for(task_id),
     }

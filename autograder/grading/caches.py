@@ -29,6 +29,7 @@ import importlib.util
 import json
 import os
 import shutil
+import stat
 import sys
 from functools import cache
 from pathlib import Path
@@ -71,6 +72,32 @@ def fingerprint(sources: tuple[Path, ...] = SOURCES) -> str:
         version = Path(torch.origin).with_name("version.py")
         digest.update(version.read_bytes() if version.is_file() else torch.origin.encode())
     return digest.hexdigest()[:24]
+
+
+class NotRegular(ValueError):
+    """A file the grader will not read: its message says why (a symbolic link, a pipe, too large)."""
+
+
+def read_regular(path: Path, cap: int) -> bytes:
+    """The bytes of `path`, opened as a regular file of at most `cap` bytes: no symbolic link followed, no pipe or
+    device to block on. Raises FileNotFoundError if it is missing, `NotRegular` (saying why) otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        why = "is a symbolic link: the grader reads only regular files" if path.is_symlink() else None
+        raise NotRegular(why or f"cannot be read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular("is not a regular file")
+        if info.st_size > cap:
+            raise NotRegular(f"is {info.st_size} bytes; the limit is {cap}")
+        data = f.read(cap + 1)
+    if len(data) > cap:  # it grew while being read
+        raise NotRegular(f"is over {cap} bytes; the limit is {cap}")
+    return data
 
 
 def _ours_alone(path: Path) -> bool:

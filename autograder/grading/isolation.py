@@ -50,27 +50,33 @@ def can_forbid_user_namespaces() -> bool:
     """Whether a worker at `sandbox` or `user` shuts itself out of new user namespaces here (tried in a child)."""
     if sys.platform != "linux" or not hasattr(os, "fork"):
         return True  # no such namespaces to make
-    pid = os.fork()
-    if pid == 0:
-        try:
-            sandbox.libc().prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            shut = sandbox.forbid_user_namespaces() and sandbox.libc().unshare(sandbox.CLONE_NEWUSER) != 0
-        except BaseException:
-            shut = False
-        os._exit(0 if shut else 1)
-    return os.waitpid(pid, 0)[1] == 0
+
+    def shut_out() -> bool:
+        sandbox.libc().prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        return sandbox.forbid_user_namespaces() and sandbox.libc().unshare(sandbox.CLONE_NEWUSER) != 0
+
+    return _in_a_child(shut_out)
 
 
 def _can_unshare() -> bool:
     """Whether new namespaces can be made here (a container may forbid it even to root)."""
     global _unshare_ok
     if _unshare_ok is None:
-        pid = os.fork()
-        if pid == 0:
-            flags = sandbox.CLONE_NEWNS | sandbox.CLONE_NEWPID | sandbox.CLONE_NEWNET
-            os._exit(0 if sandbox.libc().unshare(flags) == 0 else 1)
-        _unshare_ok = os.waitpid(pid, 0)[1] == 0
+        flags = sandbox.CLONE_NEWNS | sandbox.CLONE_NEWPID | sandbox.CLONE_NEWNET
+        _unshare_ok = _in_a_child(lambda: sandbox.libc().unshare(flags) == 0)
     return _unshare_ok
+
+
+def _in_a_child(test) -> bool:
+    """`test()` in a forked child, whose process it may change for good: whether it returned true."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ok = bool(test())
+        except BaseException:  # noqa: BLE001 - whatever went wrong, the answer is no
+            ok = False
+        os._exit(0 if ok else 1)
+    return os.waitpid(pid, 0)[1] == 0
 
 
 def hidden_paths(paths: list[str]) -> list[str]:

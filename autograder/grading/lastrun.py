@@ -16,19 +16,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import tempfile
 from pathlib import Path
 
 from autograder.course import registry
-from autograder.course.regions import REPO
+from autograder.grading import caches
+from autograder.grading.limits import MAX_SOURCE
 from autograder.grading.results import STATUSES, Results, TestResult
 from autograder.grading.scorecard import shows_failure
 from autograder.grading.verdicts import MAX_MESSAGE, shown
 
-PATH = REPO / ".cache" / "last-run.json"
+PATH = caches.CACHE / "last-run.json"
 MAX_FILE = 20_000_000  # bytes: a whole course's results are well under 2 MB
-MAX_SOURCE = 1_000_000  # bytes of one learner file, as the grader reads them (plugin.MAX_SOURCE)
 MAX_DESCRIPTION = 300  # characters of a check's description, as `hint` prints it
 
 
@@ -58,17 +57,9 @@ def save(results: Results, root: Path, files: dict[str, str | None], task_files:
 def _read(path: Path, cap: int) -> bytes | None:
     """The bytes of `path` if it is a regular file (no symbolic link, no pipe to block on) of at most `cap` bytes."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+        return caches.read_regular(path, cap)
+    except (OSError, caches.NotRegular):
         return None
-    with os.fdopen(fd, "rb") as f:
-        try:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
-            data = f.read(cap + 1)
-        except OSError:
-            return None
-    return data if len(data) <= cap else None
 
 
 def _current(root: Path, module: str) -> str | None:

@@ -6,6 +6,7 @@ CHECK_TIMEOUT = 10.0  # seconds per call into the learner's code; an endless loo
 KILL_GRACE = 1.0  # seconds past a call's own limit before its worker is killed (its alarm says where it was)
 MEMORY_LIMIT_MB = 4096  # per worker; a worker with torch loaded uses well under 1 GB
 START_UP = 60  # seconds for a grading run to start (imports, workers)
+MAX_SOURCE = 1_000_000  # bytes of one learner file the grader reads
 
 
 def lesson_budget(tests: int, per_check: float = CHECK_TIMEOUT) -> int:

@@ -29,9 +29,7 @@ import importlib
 import importlib.util
 import inspect
 import json
-import os
 import random
-import stat
 import sys
 from functools import cache
 from pathlib import Path
@@ -48,14 +46,13 @@ from autograder.course.regions import (
     owners_of,
 )
 from autograder.grading import caches, drawing, fresh_inputs, isolation, lastrun, options, pool, scorecard, verdicts
-from autograder.grading.limits import KILL_GRACE
+from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
 from autograder.grading.results import SKIPPED, Results, TestResult
 from autograder.grading.verdicts import Fault, LearnerError
 from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import PROCESSES, to_plain
 
-MAX_SOURCE = 1_000_000  # bytes of one learner file
 GRADER = pytest.StashKey["Grader"]()
 ZYGOTES = pytest.StashKey[pool.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
@@ -173,16 +170,13 @@ class Grader:
 
     def setup_for(self, task_id: str) -> dict:
         module = module_of(task_id)
-        owners = owners_of(task_id)
-        needed = registry.prerequisites(task_id)
-        under = {r.owner for r in all_regions() if r.module == module and needed & set(r.tasks)} - owners
         whole = not has_sources() or bool(registry.task(task_id).runs_whole)  # no reference underneath
         return {
             "op": "setup",
             "task": task_id,
             "module": module,
-            "owners": sorted(owners),
-            "prerequisite_owners": sorted(under),
+            "owners": sorted(owners_of(task_id)),
+            "prerequisite_owners": sorted(prerequisite_owners(task_id)),
             "learner": self.learner_sources(learner_files(task_id)),
             "reference": None if whole else reference_for(task_id),
             "scenarios": {name: scenario_source(name) for name in lesson_modules(task_id)},
@@ -388,26 +382,16 @@ class LearnerFileError(Exception):
 def read_learner_file(root: Path, module: str) -> str | None:
     """The text of `root/module.py`, read as a regular file inside `root` (no symlinks); None if it is missing."""
     path = root / f"{module}.py"
-    shown = display(path)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        data = caches.read_regular(path, MAX_SOURCE)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        if path.is_symlink():
-            raise LearnerFileError(f"{shown} is a symbolic link: the grader reads only regular files") from None
-        raise LearnerFileError(f"{shown} cannot be read: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise LearnerFileError(f"{shown} is not a regular file")
-        if info.st_size > MAX_SOURCE:
-            raise LearnerFileError(f"{shown} is {info.st_size} bytes; the limit is {MAX_SOURCE}")
-        data = f.read(MAX_SOURCE + 1)
+    except caches.NotRegular as exc:
+        raise LearnerFileError(f"{display(path)} {exc}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise LearnerFileError(f"{shown} is not UTF-8 text (byte {exc.start})") from None
+        raise LearnerFileError(f"{display(path)} is not UTF-8 text (byte {exc.start})") from None
 
 
 def display(path: Path) -> str:
@@ -440,6 +424,14 @@ def learner_files(task_id: str) -> list[str]:
     if not has_sources():
         return sorted({r.module for r in all_regions()} | {"engine"})
     return list(registry.task(task_id).runs_whole) or [module_of(task_id)]
+
+
+def prerequisite_owners(task_id: str) -> set[str]:
+    """The functions and methods of the task's own file that hold a prerequisite's code: the worker takes the
+    reference's for these, and the learner's for the rest of the file."""
+    module, needed = module_of(task_id), registry.prerequisites(task_id)
+    under = {r.owner for r in all_regions() if r.module == module and needed & set(r.tasks)}
+    return under - owners_of(task_id)
 
 
 @cache
