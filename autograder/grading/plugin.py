@@ -47,7 +47,7 @@ from autograder.course.regions import (
 )
 from autograder.grading import caches, drawing, fresh_inputs, isolation, lastrun, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
-from autograder.grading.results import SKIPPED, Results, TestResult
+from autograder.grading.results import Results, TestResult
 from autograder.grading.verdicts import Fault, LearnerError
 from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
@@ -128,7 +128,7 @@ class Grader:
         self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
         self.file_failures: dict[str, tuple] = {}  # learner file -> why it does not load (a LearnerError's arguments)
         self.file_digests: dict[str, str | None] = {}  # learner file -> its digest as first read (None: unreadable)
-        self.timed_out: dict[str, str] = {}  # task -> the check that timed out (its later checks are skipped)
+        self.timed_out: set[str] = set()  # tasks a check of which timed out: their later checks are skipped
         self.asked: dict[str, list[dict]] = {}  # task -> the scenario calls its checks made, in order
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
         self.new_answers = False
@@ -331,7 +331,7 @@ class Grader:
         """What a worker's error answer means: its code timed out (the worker's alarm) or raised."""
         info = {**reply["error"], "load": True} if load else reply["error"]
         if info.get("type") == "timed out":  # the worker's word, trusted only to cost its own task its checks
-            self.timed_out[task_id] = SKIPPED
+            self.timed_out.add(task_id)
             return LearnerError(Fault.TIMED_OUT, info)
         return LearnerError(Fault.RAISED, info, reply.get("output", ""))
 
@@ -368,7 +368,7 @@ class Grader:
             if exc.timed_out and load:
                 info["file"] = display(self.root / (module_of(task_id) + ".py"))
             if exc.timed_out:
-                self.timed_out[task_id] = SKIPPED
+                self.timed_out.add(task_id)
             fault = Fault.TIMED_OUT if exc.timed_out else Fault.DIED
             if load:
                 self.file_failures[module_of(task_id)] = (fault, info)
