@@ -802,21 +802,27 @@ PROBE = """        import os
             userns = ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0
         except AttributeError:
             userns = False
+        host = [p for p in ("/etc/passwd", "/home", "/var", "/srv", HOST_FILE) if os.path.exists(p)]
+        status = open("/proc/self/status").read() if os.path.exists("/proc/self/status") else ""
+        caps = [line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")]
         raise ValueError(
             f"probe: secret={secret} graders_seen={other} wrote={wrote} socket={reached} dev={devices} userns={userns}"
+            f" host={host} caps={caps}"
         )"""
 
 
 def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(tmp_path):
     """The grader's environment stays out of reach at every level; at `sandbox` so do the other processes'
-    command lines (the other submissions' folder names), every folder that anyone may write, host sockets, and
-    a user namespace of its own."""
+    command lines (the other submissions' folder names), every folder that anyone may write, host sockets, the
+    host's files (bubblewrap shows only the system's and Python's), capabilities, and a user namespace of its own."""
     import glob
     import json
 
     submission = copy_of("solutions", tmp_path)
     engine = submission / "engine.py"
-    engine.write_text(engine.read_text().replace(REPR, PROBE))
+    host_file = tmp_path / "host-file-outside-the-submission"  # under /tmp: private at `sandbox`, as is all but Python
+    host_file.write_text("the grader's")
+    engine.write_text(engine.read_text().replace(REPR, PROBE.replace("HOST_FILE", repr(str(host_file)))))
     before = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*"))
     listening = None
     if AS_ROOT:  # a host socket, like syslog's /dev/log or D-Bus's /run/dbus/system_bus_socket
@@ -839,6 +845,7 @@ def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(
     if AS_ROOT:
         assert "graders_seen=False" in said and "socket=False" in said and "userns=True" not in said
         assert "'fuse'" not in said and "'kmsg'" not in said and "'null'" in said, said[-1500:]
+        assert "host=[]" in said and "caps=['0000000000000000']" in said, said[-1500:]  # bubblewrap's file system
         left = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*")) - before
         assert not left, left
 

@@ -52,3 +52,36 @@ def test_a_sandbox_that_cannot_forbid_user_namespaces_says_so(monkeypatch):
     monkeypatch.setattr(sandbox, "forbid_user_namespaces", lambda: False)
     finding = doctor.isolation_level()
     assert finding.verdict == "note" and "user namespaces" in finding.what and "libseccomp" in finding.fix
+
+
+def test_root_without_bubblewrap_grades_at_user_level_and_doctor_names_the_fix(monkeypatch):
+    """The `sandbox` level is bubblewrap's: where `bwrap` is missing, root gets `user`, and doctor says why."""
+    import os
+    import shutil
+    import sys
+
+    from autograder.grading import isolation
+    from autograder.worker import sandbox
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(sandbox, "blocking_ancestor", lambda path: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(isolation, "_bubblewrap_says", None)
+    assert isolation.best_level() == "user"
+    finding = doctor.isolation_level()
+    assert finding.verdict == "note" and "apt-get install bubblewrap" in finding.fix, finding
+
+
+def test_as_root_on_linux_the_suite_has_bubblewrap_to_test_the_sandbox_level():
+    """The walls of `sandbox` are tested only where it runs: as root, the test install must include bubblewrap
+    (`.ci/run` installs it), or every sandbox test would quietly test `user` instead."""
+    import os
+    import shutil
+    import sys
+
+    import pytest
+
+    if sys.platform != "linux" or os.geteuid() != 0:
+        pytest.skip("the sandbox level is for a grader that runs as root on Linux")
+    assert shutil.which("bwrap"), "install bubblewrap (apt-get install bubblewrap) to test the sandbox level"

@@ -121,3 +121,32 @@ def test_the_user_level_needs_python_where_other_users_can_reach_it(monkeypatch)
         isolation.level_for("user")
     monkeypatch.setattr(sandbox, "blocking_ancestor", lambda path: None)
     assert isolation.why_not("user") == ""
+
+
+def test_the_sandbox_shows_python_and_the_worker_and_covers_what_is_hidden_inside_them(monkeypatch, tmp_path):
+    """Bubblewrap's file system, as `sandbox_command` asks for it: whatever Python imports from stays reachable
+    for a worker's own user (a closed home's folders opened), the repository is not there at all, and a grader
+    or reference installed among Python's packages is covered."""
+    from autograder.grading import isolation
+    from autograder.worker import sandbox
+
+    home = tmp_path / "closed-home"
+    packages = home / "py" / "lib" / "site-packages"
+    (packages / "solutions").mkdir(parents=True)
+    home.chmod(0o700)
+    monkeypatch.setattr(sandbox, "interpreter_paths", lambda: [str(packages), str(REPO)])
+    command = isolation.sandbox_command([str(REPO), str(packages / "solutions")], None)
+    args = " ".join(command)
+    assert f"--ro-bind {packages} {packages}" in args
+    assert f"--perms 0755 --dir {home} " in args and f"--perms 0755 --dir {home / 'py' / 'lib'} " in args
+    assert f"--tmpfs {packages / 'solutions'} --remount-ro {packages / 'solutions'}" in args
+    assert f"--ro-bind {REPO} " not in args and str(REPO / "solutions") not in args  # the repository: not there
+    worker = REPO / "autograder" / "worker"
+    assert f"--ro-bind {worker} {worker}" in args  # the worker's own code, and nothing else of the grader's
+    assert not any(arg.startswith(str(REPO / "autograder" / "grading")) for arg in command)
+    assert "--bind" not in command and command[-4:] == ["/", "--chdir", "/", "--"]
+    assert "--cap-drop ALL" in args and "--unshare-net" in command and "--die-with-parent" in command
+    cgroup = "/sys/fs/cgroup/memory/grader/autograder-1"
+    assert "--bind /sys/fs/cgroup/memory/grader /sys/fs/cgroup/memory/grader" in " ".join(
+        isolation.sandbox_command([], cgroup)
+    )

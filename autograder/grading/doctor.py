@@ -58,6 +58,8 @@ def isolation_level() -> Finding:
     detail = f"workers are {'forked' if start == 'fork' else 'spawned'}; isolation level {level}"
     if level == "processes":
         return Finding("note", detail, "your own runs give feedback; " + "; ".join(weaker))
+    if level == "user":  # root, without the sandbox: bubblewrap missing, or namespaces forbidden (a container)
+        return Finding("note", detail, weaker[0])
     if not isolation.can_forbid_user_namespaces():
         return Finding("note", f"{detail}; workers can make user namespaces", "install libseccomp (libseccomp2)")
     return Finding("ok", detail)

@@ -13,7 +13,7 @@ import sys
 from autograder.worker import sandbox
 from autograder.worker.wire import LEVELS, PROCESSES, SANDBOX, USER
 
-_unshare_ok: bool | None = None
+_bubblewrap_says: str | None = None  # why `sandbox_command` fails here ('' if it works), once per process
 
 
 def best_level() -> str:
@@ -27,8 +27,8 @@ def why_not(level: str) -> str:
         return ""
     if sys.platform != "linux" or getattr(os, "geteuid", lambda: -1)() != 0:
         return "it needs root on Linux"
-    if level == SANDBOX and not _can_unshare():
-        return "this system forbids new namespaces (a container's default, say)"
+    if level == SANDBOX:
+        return _why_no_bubblewrap()
     if level == USER:
         closed = sorted({a for p in sandbox.interpreter_paths() if (a := sandbox.blocking_ancestor(p))})
         if closed:  # without a mount namespace, another user cannot reach Python there
@@ -58,15 +58,6 @@ def can_forbid_user_namespaces() -> bool:
     return _in_a_child(shut_out)
 
 
-def _can_unshare() -> bool:
-    """Whether new namespaces can be made here (a container may forbid it even to root)."""
-    global _unshare_ok
-    if _unshare_ok is None:
-        flags = sandbox.CLONE_NEWNS | sandbox.CLONE_NEWPID | sandbox.CLONE_NEWNET
-        _unshare_ok = _in_a_child(lambda: sandbox.libc().unshare(flags) == 0)
-    return _unshare_ok
-
-
 def _in_a_child(test) -> bool:
     """`test()` in a forked child, whose process it may change for good: whether it returned true."""
     pid = os.fork()
@@ -77,19 +68,6 @@ def _in_a_child(test) -> bool:
             ok = False
         os._exit(0 if ok else 1)
     return os.waitpid(pid, 0)[1] == 0
-
-
-def hidden_paths(paths: list[str]) -> list[str]:
-    """The folders to cover, except that the running Python's own prefix (a venv inside the repo) stays visible."""
-    prefix = os.path.realpath(sys.prefix)
-    out = []
-    for path in {os.path.realpath(p) for p in paths if p and os.path.isdir(p)}:
-        if prefix == path or prefix.startswith(path + os.sep):
-            keep = prefix[len(path) + 1 :].split(os.sep)[0]
-            out += [os.path.join(path, name) for name in os.listdir(path) if name != keep]
-        else:
-            out.append(path)
-    return sorted(set(out))
 
 
 def memory_cgroup() -> str | None:
@@ -138,3 +116,102 @@ def remove_cgroup(run: str | None) -> None:
         os.rmdir(run)
     except OSError:
         pass
+
+
+# --- the `sandbox` level's file system: bubblewrap's ------------------------------------------------------------------
+
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # a program's own files (merged /usr or not)
+LINKER = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")  # how libraries are found
+# What a worker's setup needs of root (`sandbox.shut_in`): namespaces and mounts of its own, then its own user.
+SETUP_CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID")
+
+
+def sandbox_command(hidden: list[str], cgroup: str | None) -> list[str]:
+    """The `bwrap` command that a `sandbox` run starts its zygotes (or spawned workers) under, up to the program.
+
+    Bubblewrap builds the file system that the workers see: an empty root with the system's programs and
+    libraries, the interpreter's folders and the worker's own package (`autograder/worker`), all read-only,
+    and nothing else: no home, no repository, no `/run`, no `/var`, no submissions. Of the interpreter's
+    folders, whatever is `hidden` inside them (an installed `solutions`, say) is covered. Its `/dev` has only
+    the harmless devices; the environment is `pool.worker_env`'s allowlist. No user namespace (a worker
+    becomes a real user of its own) and no PID namespace (each worker makes its own, and the grader kills it
+    by its pid): the zygote keeps just the capabilities that a worker's setup needs, and every worker drops
+    them when it becomes its own user (`sandbox.shut_in`), which also gives it its own PID, mount, network
+    and IPC namespaces, a private `/tmp` and `/dev/shm`, and its own `/proc`.
+    """
+    hidden = sorted({os.path.realpath(p) for p in hidden if p})
+    command = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-net", "--unshare-uts"]
+    command += ["--cap-drop", "ALL", *(arg for cap in SETUP_CAPABILITIES for arg in ("--cap-add", cap))]
+    for path in SYSTEM:
+        if os.path.islink(path):
+            command += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            command += ["--ro-bind", path, path]
+    command += [arg for path in LINKER for arg in ("--ro-bind-try", path, path)]
+    command += ["--proc", "/proc", "--dev", "/dev", "--dir", "/tmp"]
+    folders = _interpreter_folders(hidden)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(sandbox.__file__)))  # autograder/: the worker's only
+    worker_code = [os.path.join(package, part) for part in ("__init__.py", "worker")]
+    # the folders above them, open to all (bubblewrap would copy a closed home's mode, and a worker is nobody)
+    above = {a for p in [*folders, *worker_code] for a in _ancestors(os.path.dirname(p))} - {os.sep}
+    for folder in sorted(a for a in above if not any(a == f or _inside(a, f) for f in (*SYSTEM, *folders))):
+        command += ["--perms", "0755", "--dir", folder]
+    for folder in folders:
+        command += ["--ro-bind", folder, folder]
+    for path in hidden:  # an installed grader or reference inside site-packages, say
+        if any(_inside(path, folder) for folder in folders):
+            cover = ["--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) else ["--ro-bind", os.devnull, path]
+            command += cover
+    for path in worker_code:
+        command += ["--ro-bind", path, path]
+    if cgroup:  # the grader's own cgroup, where each worker makes its own under the run's (then unmounts it)
+        command += ["--bind", os.path.dirname(cgroup), os.path.dirname(cgroup)]
+    return [*command, "--remount-ro", "/", "--chdir", "/", "--"]
+
+
+def _interpreter_folders(hidden: list[str]) -> list[str]:
+    """The interpreter's folders to bind: its prefixes always (a venv in the repository), the rest unless hidden."""
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    library_path = os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)
+    found = prefixes | {os.path.realpath(p) for p in library_path if p and os.path.isdir(p)}
+    found |= {p for p in sandbox.interpreter_paths() if not any(_inside(p, h) or p == h for h in hidden)}
+    found = {p for p in found if not any(_inside(p, s) or p == s for s in SYSTEM)}  # /usr is bound whole already
+    return sorted(p for p in found if not any(_inside(p, other) for other in found))
+
+
+def _ancestors(path: str) -> list[str]:
+    """`path` and every folder above it: /a/b/c, /a/b, /a, /."""
+    out = [path]
+    while os.path.dirname(out[-1]) != out[-1]:
+        out.append(os.path.dirname(out[-1]))
+    return out
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _why_no_bubblewrap() -> str:
+    """Why the `sandbox` level cannot start here: bubblewrap missing, or unable to build its sandbox ('' if it can).
+
+    Tried once per process: bubblewrap's sandbox, with a worker's own namespaces made inside it.
+    """
+    global _bubblewrap_says
+    if _bubblewrap_says is None:
+        import shutil
+        import subprocess
+
+        if not shutil.which("bwrap"):
+            _bubblewrap_says = "it needs bubblewrap (`bwrap`), which is not installed: `apt-get install bubblewrap`"
+        else:
+            flags = sandbox.CLONE_NEWNS | sandbox.CLONE_NEWPID | sandbox.CLONE_NEWNET | sandbox.CLONE_NEWIPC
+            probe = f"import ctypes, sys; sys.exit(ctypes.CDLL(None).unshare({flags}))"
+            command = [*sandbox_command([], None), sys.executable, "-S", "-c", probe]
+            try:
+                done = subprocess.run(command, capture_output=True, timeout=30, env={})
+                said = done.stderr.decode(errors="replace").strip()[-300:] or f"exit status {done.returncode}"
+                ok = done.returncode == 0
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                ok, said = False, str(exc)
+            _bubblewrap_says = "" if ok else f"bubblewrap cannot make its sandbox here (a container's default): {said}"
+    return _bubblewrap_says

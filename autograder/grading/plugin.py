@@ -199,9 +199,7 @@ class Grader:
         cgroup = isolation.memory_cgroup() if self.level != PROCESSES and self.memory_mb else None
         limit = "cgroup" if cgroup else "address space (RLIMIT_AS)" if sys.platform == "linux" else "none"
         self.results.memory_limit = limit if self.memory_mb else "none"
-        self.workers = pool.Pool(
-            self.level, self.memory_mb, isolation.hidden_paths(hidden), self.start_method, self.zygotes, cgroup
-        )
+        self.workers = pool.Pool(self.level, self.memory_mb, hidden, self.start_method, self.zygotes, cgroup)
         # a graded run asks its visible checks again on drawn inputs, which no plan holds: a worker that ran ahead
         # would only be replaced at the first of them
         plans = self.call_plans() if self.fresh_seed is None else {}
@@ -209,7 +207,7 @@ class Grader:
         tasks = sorted(filter(self.selects, registry.TASKS), key=lambda t: (bool(preload_for(t)), registry.sort_key(t)))
         if self.workers.start == "fork":  # the slowest to start first: importing torch takes seconds
             for preload in sorted({preload_for(t) for t in tasks}, key=len, reverse=True):
-                self.zygotes.get(preload)
+                self.zygotes.get(preload, self.workers.sandbox)
         try:
             for task_id in tasks:
                 self.prepare(task_id, plans.get(task_id, []))

@@ -408,12 +408,12 @@ def worker_env() -> dict:
 class Zygote:
     """A warm process that forks workers (`python -m autograder.worker zygote`), with some modules imported."""
 
-    def __init__(self, preload: tuple[str, ...], cwd: str):
+    def __init__(self, preload: tuple[str, ...], cwd: str, sandbox: tuple[str, ...] = ()):
         mine, theirs = socket.socketpair()
         # the zygote's own errors only: a forked worker points its stderr at /dev/null before any learner code runs
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [*python(), "zygote", str(theirs.fileno()), *preload],
+            [*sandbox, *python(), "zygote", str(theirs.fileno()), *preload],
             pass_fds=(theirs.fileno(),),
             cwd=cwd,
             env=worker_env(),
@@ -453,23 +453,24 @@ class Zygotes:
 
     One grading run owns its own; a caller that grades again and again (watch mode) keeps one `Zygotes` and
     passes it to every run, and closes it when it is done. A zygote holds no learner code and no expected values.
+    At `sandbox` each runs inside bubblewrap (`sandbox`: the command it starts under), so it is kept per command.
     """
 
     def __init__(self):
-        self._zygotes: dict[tuple[str, ...], Zygote] = {}
+        self._zygotes: dict[tuple[tuple[str, ...], tuple[str, ...]], Zygote] = {}
         self._cwd = tempfile.mkdtemp(prefix="autograder-zygote-")
 
-    def get(self, preload: tuple[str, ...]) -> Zygote:
-        """A running zygote with `preload` imported; a dead one is replaced."""
-        zygote = self._zygotes.get(preload)
+    def get(self, preload: tuple[str, ...], sandbox: tuple[str, ...] = ()) -> Zygote:
+        """A running zygote with `preload` imported, started under `sandbox`; a dead one is replaced."""
+        zygote = self._zygotes.get((preload, sandbox))
         if zygote is None or not zygote.usable:
             if zygote is not None:
                 zygote.close()
-            zygote = self._zygotes[preload] = Zygote(preload, self._cwd)
+            zygote = self._zygotes[preload, sandbox] = Zygote(preload, self._cwd, sandbox)
         return zygote
 
-    def discard(self, preload: tuple[str, ...]) -> None:
-        zygote = self._zygotes.pop(preload, None)
+    def discard(self, preload: tuple[str, ...], sandbox: tuple[str, ...] = ()) -> None:
+        zygote = self._zygotes.pop((preload, sandbox), None)
         if zygote is not None:
             zygote.close()
 
@@ -556,7 +557,9 @@ class Pool:
         cgroup: str | None = None,
     ):
         # `cgroup`: the run's memory cgroup (`isolation.memory_cgroup`), under which each worker makes its own
-        self.options = {"level": level, "memory_mb": memory_mb, "hidden": hidden, "cgroup": cgroup}
+        self.options = {"level": level, "memory_mb": memory_mb, "cgroup": cgroup}
+        # `sandbox`: every worker process starts inside bubblewrap, which shows it nothing of `hidden`
+        self.sandbox = tuple(isolation.sandbox_command(hidden, cgroup)) if level == wire.SANDBOX else ()
         self.start = start_method(start)
         self.workers: dict[str, Worker] = {}
         self._all: list[Worker] = []
@@ -589,7 +592,7 @@ class Pool:
                 raise
             # a zygote that forked before may have been killed since (by a worker, say): one fresh try
             preload, setup, planned = worker.relaunch
-            self._zygotes.discard(preload)
+            self._zygotes.discard(preload, self.sandbox)
             fresh = self._launch(task, preload, setup, planned)
             fresh.relaunch = None
             self.workers[task] = fresh
@@ -607,7 +610,7 @@ class Pool:
     def _launch(self, task: str, preload: tuple[str, ...], setup: dict, planned: int, nice: int = 0) -> Worker:
         """Start the task's worker; `nice` is how far behind the grader it runs (a forked one lowers itself)."""
         if self.start == "fork":
-            zygote = self._zygotes.get(preload)
+            zygote = self._zygotes.get(preload, self.sandbox)
             worker = Worker(task, planned, log=zygote.log, own_log=False)
             worker.relaunch = (preload, setup, planned) if zygote.forked else None
             zygote.forked += 1
@@ -620,7 +623,7 @@ class Pool:
         if POSIX_SOCKETS:
             grader_end, worker_end = socket.socketpair()
             process = subprocess.Popen(
-                [*python(), "spawn", str(worker_end.fileno()), "--nice", str(nice)],
+                [*self.sandbox, *python(), "spawn", str(worker_end.fileno()), "--nice", str(nice)],
                 pass_fds=(worker_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group, killed with it

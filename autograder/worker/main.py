@@ -276,7 +276,7 @@ def run_worker(sock: socket.socket, options: dict) -> None:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # C-level printing goes nowhere; Python-level printing is captured per call
-        sandbox.shut_in(level, options["hidden"], options["memory_mb"], uid, cgroup=options.get("cgroup"))
+        sandbox.shut_in(level, options["memory_mb"], uid, cgroup=options.get("cgroup"))
         if hasattr(signal, "SIGUSR1"):  # a call past its deadline is asked where it is, even stuck in C code
             faulthandler.register(signal.SIGUSR1, file=sock.fileno(), all_threads=False)
         gc.collect()

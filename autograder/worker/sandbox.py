@@ -3,18 +3,18 @@
 The trusted side picks the level (`grading.isolation`); the worker applies it
 here, in its own process, before the first line of learner code.
 
-`sandbox` (the grader runs as root on Linux: Gradescope's containers, CI,
-GitHub's runners under sudo). The worker gets its own PID, mount, network,
-IPC and UTS namespaces, then becomes a user of its own (a uid no other process
-has) with no groups and no way to gain privileges, nor to make a user namespace
-of its own (a seccomp filter). In its mount namespace the
-grader's folder, the submissions, the results and `/autograder` are covered
-by empty read-only file systems; `/tmp`, `/var/tmp` and `/dev/shm` are
-private; the folders Python imports from are bound back in read-only wherever
-they are (an environment under /tmp, pyenv under a closed /root). It may not
-start processes or threads (RLIMIT_NPROC 1 for its uid), so the memory cap
-(RLIMIT_AS) covers its whole tree, and it is PID 1 of its namespace: when the
-grader kills it, everything it started dies with it.
+`sandbox` (the grader runs as root on Linux, with bubblewrap: CI, GitHub's
+runners under sudo, a grading server). The worker, or the zygote it is
+forked from, was started inside bubblewrap (`grading.isolation.sandbox_command`):
+it sees the system's programs and libraries, the interpreter's folders and its
+own package, read-only, and nothing else of the host's files. Here each worker
+adds what bubblewrap cannot give the forks of one zygote: its own PID, mount,
+network and IPC namespaces, a private `/tmp` and `/dev/shm`, its own `/proc`;
+then it becomes a user of its own (a uid no other process has) with no groups,
+no capabilities and no way to gain privileges, nor to make a user namespace of
+its own (a seccomp filter). It may not start processes or threads (RLIMIT_NPROC
+1 for its uid), so the memory cap covers its whole tree, and it is PID 1 of its
+namespace: when the grader kills it, everything it started dies with it.
 
 `user` (root on Linux, but the system forbids new namespaces: some
 containers). As `sandbox` without the namespaces: its own uid, no processes or
@@ -45,7 +45,7 @@ HAS_GROUPS = hasattr(os, "setpgid") and hasattr(os, "killpg")  # POSIX process g
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 0x1000
-MS_REC, MS_PRIVATE = 0x4000, 0x40000
+MS_REC, MS_PRIVATE, MNT_DETACH = 0x4000, 0x40000, 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
 FIRST_SANDBOX_UID = 200_000  # far above any real account; a worker's uid adds its forking process's pid (unique)
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
@@ -77,15 +77,13 @@ def enter_namespaces() -> None:
     _check(libc().unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
 
 
-def shut_in(
-    level: str, hidden: list[str], memory_mb: int, uid: int, file_mb: int = 16, cgroup: str | None = None
-) -> None:
+def shut_in(level: str, memory_mb: int, uid: int, file_mb: int = 16, cgroup: str | None = None) -> None:
     """In the worker, before any learner code: apply the level's walls. Irreversible."""
     die_with_parent()
     if cgroup and memory_mb:  # a memory limit that counts everything: memfd and tmpfs files too
         join_memory_cgroup(cgroup, f"w{uid}", memory_mb)
     if level == SANDBOX:
-        _private_mounts(hidden)
+        _private_mounts(cgroup)
     elif level == PROCESSES and HAS_GROUPS and os.getpgid(0) != os.getpid():
         os.setpgid(0, 0)  # a group of its own, killed with the check (a spawned worker leads one already)
     _limits(level, memory_mb, file_mb)
@@ -184,71 +182,26 @@ def _limits(level: str, memory_mb: int, file_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
 
 
-def _private_mounts(hidden: list[str]) -> None:
-    """The `sandbox` level's mount namespace: hidden folders covered, private temporary folders, Python reachable."""
+def _private_mounts(cgroup: str | None) -> None:
+    """In bubblewrap's file system, what is this worker's alone: `/tmp`, `/dev/shm` and `/proc`; the cgroups gone."""
     c = libc()
     _check(c.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
-    # opened before anything is covered: a folder of the interpreter's under /tmp or /root is bound back from these
-    interpreter = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in interpreter_paths() if not _under(p, hidden)}
-    for path in hidden:
-        if os.path.isdir(path):
-            ro = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
-            _check(c.mount(b"tmpfs", path.encode(), b"tmpfs", ro, b"size=4k,mode=0555"), f"hide {path}")
-        elif os.path.exists(path):
-            _check(c.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
-    _minimal_dev_and_run(c)  # no host socket (/dev/log, /run/dbus, /run/docker.sock), no device but the harmless
-    shared = [p for p in shared_folders() if not _under(p, hidden)]  # /run/lock and the like: private too
-    covers = [(p, b"size=64m,mode=1777") for p in sorted({*PRIVATE_TMP, *shared}) if os.path.isdir(p)]
-    closed = {blocking_ancestor(p) for p in interpreter} - {None}
-    covers += [(p, b"size=1m,mode=0755") for p in sorted(closed) if not _under(p, PRIVATE_TMP)]
-    for folder, options in covers:
-        _check(c.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"private {folder}")
-    covered = [folder for folder, _ in covers]
+    if cgroup:  # joined already: the grader's cgroups, bound in for that, are nobody's business now
+        _check(c.umount2(os.path.dirname(cgroup).encode(), MNT_DETACH), "unmount the cgroups")
+    # opened before /tmp is covered: an interpreter's folder under /tmp (a venv there, say) is bound back from these
+    interpreter = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in interpreter_paths() if _under(p, PRIVATE_TMP)}
+    for folder in PRIVATE_TMP:
+        if os.path.isdir(folder):
+            options = b"size=64m,mode=1777"
+            _check(c.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"private {folder}")
     for path, fd in sorted(interpreter.items()):
-        if _under(path, covered) and path not in covered:  # never the whole of /tmp back: only Python's folders
-            os.makedirs(path, exist_ok=True)
-            _check(c.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
-            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
-            _check(c.mount(None, path.encode(), None, flags, None), f"read-only {path}")
+        os.makedirs(path, exist_ok=True)
+        _check(c.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+        _check(c.mount(None, path.encode(), None, flags, None), f"read-only {path}")
         os.close(fd)
     # its own /proc: the processes of its PID namespace only (the host's showed every grader's command line)
     _check(c.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
-
-
-DEVICES = ("null", "zero", "full", "random", "urandom")  # what a program may need of /dev
-
-
-def _minimal_dev_and_run(c) -> None:
-    """An empty /run, and a /dev with only DEVICES (bound from the host's) and the usual links."""
-    keep = {name: os.open(f"/dev/{name}", os.O_PATH) for name in DEVICES if os.path.exists(f"/dev/{name}")}
-    _check(c.mount(b"tmpfs", b"/dev", b"tmpfs", MS_NOSUID | MS_NOEXEC, b"size=64k,mode=0755"), "minimal /dev")
-    for name, fd in keep.items():
-        open(f"/dev/{name}", "w").close()
-        _check(c.mount(f"/proc/self/fd/{fd}".encode(), f"/dev/{name}".encode(), None, MS_BIND, None), f"/dev/{name}")
-        os.close(fd)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1")):
-        os.symlink(target, f"/dev/{name}")
-    os.symlink("/proc/self/fd/2", "/dev/stderr")
-    os.mkdir("/dev/shm")  # a private tmpfs is mounted on it with the other shared folders
-    if os.path.isdir("/run"):
-        _check(c.mount(b"tmpfs", b"/run", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755"), "empty /run")
-
-
-def shared_folders(roots: tuple[str, ...] = ("/", "/run", "/var", "/var/lib", "/dev")) -> list[str]:
-    """Folders anyone may write (/run/lock and the like): at `sandbox` each worker gets an empty one of its own."""
-    found = []
-    for root in roots:
-        try:
-            entries = list(os.scandir(root))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mode & 0o002:
-                    found.append(entry.path)
-            except OSError:
-                pass
-    return sorted(p for p in found if p not in ("/proc", "/sys"))
 
 
 def _under(path: str, folders: list[str]) -> bool:
