@@ -384,3 +384,20 @@ def test_a_learner_file_is_read_only_as_a_regular_file_of_bounded_size(tmp_path)
     for module, why in refused.items():
         with pytest.raises(LearnerFileError, match=why):
             read_learner_file(tmp_path, module)
+
+
+def test_files_that_cannot_make_the_task_say_what_is_missing(tmp_path):
+    """A worker names the problem (`LearnerCodeError`); the grader words it: no class Value, a method missing."""
+    import json
+
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    source = engine.read_text()
+    engine.write_text(source.replace("class Value:", "class Number:", 1))
+    run = grade(submission, "--task", "2.1", tmp_path=tmp_path)
+    said = json.dumps(run.results)
+    assert run.status["2.1"] == "error" and "engine.py defines no class Value" in said, run.output[-2000:]
+    engine.write_text(source.replace("    def __repr__(self) -> str:", "    def shown(self) -> str:", 1))
+    run = grade(submission, "--task", "2.2", tmp_path=tmp_path)
+    said = json.dumps(run.results)
+    assert run.status["2.2"] == "error" and "class Value has no method __repr__" in said, run.output[-2000:]

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from autograder.grading import pool
+from autograder.grading import pool, verdicts
 from autograder.worker import main as worker_main
 from autograder.worker import wire
 
@@ -102,7 +102,7 @@ def test_a_worker_that_died_while_idle_never_started_the_call():
     worker, process = stand_in("dies idle")
     worker.come_up()
     process.wait(10)
-    with pytest.raises(pool.Diverged, match="had ended before this call"):
+    with pytest.raises(pool.Diverged, match="before this call"):
         ask(worker)
     assert worker.dead
 
@@ -131,7 +131,7 @@ def test_a_worker_that_may_have_been_running_ahead_is_not_charged_for_dying():
 def test_a_worker_past_its_deadline_is_stopped_and_killed():
     worker, process = stand_in("hangs")
     started = time.monotonic()
-    with pytest.raises(pool.WorkerGone, match=r"did not finish within 0\.5 s") as caught:
+    with pytest.raises(pool.WorkerGone, match=r"did not finish in time \(0\.5 s\)") as caught:
         ask(worker, limit=0.5)
     assert caught.value.timed_out
     assert time.monotonic() - started < 5
@@ -173,7 +173,7 @@ def test_a_worker_that_never_connects_is_the_machines_problem_not_a_timeout(monk
         workers.prepare("2.1", {"op": "setup"})
         with pytest.raises(pool.StartFailed, match="never connected") as caught:
             workers.call("2.1", {"op": "load"}, 5.0)
-        assert "python -m autograder doctor" in str(caught.value)
+        assert "python -m autograder doctor" in verdicts.start_failed(caught.value)
         assert workers.workers["2.1"].process.poll() is not None
     finally:
         workers.close()

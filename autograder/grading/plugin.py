@@ -48,7 +48,7 @@ from autograder.course.regions import (
 from autograder.grading import caches, drawing, fresh_inputs, isolation, lastrun, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
 from autograder.grading.results import Results, TestResult
-from autograder.grading.verdicts import Fault, LearnerError
+from autograder.grading.verdicts import LOST, Fault, LearnerError
 from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import PROCESSES, to_plain
@@ -212,7 +212,7 @@ class Grader:
             for task_id in tasks:
                 self.prepare(task_id, plans.get(task_id, []))
         except pool.StartFailed as exc:
-            pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
+            pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 
     def prepare(self, task_id: str, plan: list[dict] = ()) -> None:
         """A worker for the task, sent ahead the calls of `plan` (what earlier runs asked of this task, in order)."""
@@ -303,10 +303,10 @@ class Grader:
                 self.loaded.discard(task_id)
                 try:
                     return self._run(task_id, request)
-                except pool.Diverged as exc:  # the fresh one ended too before it started: no answer
-                    raise LearnerError(Fault.DIED, {"message": str(exc)}) from None
+                except pool.Diverged as exc:  # the fresh one failed too, before it started: no answer
+                    raise LearnerError(LOST[exc.how], {"detail": exc.detail}) from None
         except pool.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
-            pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
+            pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 
     def _run(self, task_id: str, request: dict) -> object:
         if self.workers.ended(task_id):  # the previous check crashed it: a fresh worker for the task's other checks
@@ -362,12 +362,12 @@ class Grader:
         except pool.Diverged:
             raise
         except pool.WorkerGone as exc:
-            info = {"message": str(exc), "where": self.where_in_stack(exc.stack, task_id)}
+            info = {"detail": exc.detail, "where": self.where_in_stack(exc.stack, task_id)}
             if exc.timed_out and load:
                 info["file"] = display(self.root / (module_of(task_id) + ".py"))
             if exc.timed_out:
                 self.timed_out.add(task_id)
-            fault = Fault.TIMED_OUT if exc.timed_out else Fault.DIED
+            fault = LOST[exc.how]
             if load:
                 self.file_failures[module_of(task_id)] = (fault, info)
             raise LearnerError(fault, info) from None

@@ -32,6 +32,7 @@ would charge.
 
 from __future__ import annotations
 
+import enum
 import importlib.util
 import os
 import re
@@ -63,16 +64,31 @@ def start_method(requested: str = "auto") -> str:
 
 
 class StartFailed(Exception):
-    """The grader's own worker process could not start (a broken install, say): no learner code has run."""
+    """The grader's own worker process could not start (a broken install, say): no learner code has run.
+
+    Its text is what went wrong, for `verdicts.start_failed` to word for the reader.
+    """
+
+
+class Lost(enum.Enum):
+    """How a worker failed a call, as the grader saw it (`verdicts` words it for the learner)."""
+
+    ENDED = "ended without an answer"
+    GARBLED = "sent something that is not an answer"
+    TIMED_OUT = "did not finish in time"
 
 
 class WorkerGone(Exception):
-    """The worker did not answer: `timed_out` if its deadline passed, else it died or spoke nonsense."""
+    """The worker did not answer the call: `how` (it ended, sent nonsense or ran out of time), with a detail."""
 
-    def __init__(self, message: str, timed_out: bool = False, stack: list[tuple[str, int, str]] = ()):
-        super().__init__(message)
-        self.timed_out = timed_out
+    def __init__(self, how: Lost, detail: str = "", stack: list[tuple[str, int, str]] = ()):
+        super().__init__(f"{how.value} ({detail})" if detail else how.value)
+        self.how, self.detail = how, detail
         self.stack = list(stack)  # (file, line, function), innermost first: where a stopped worker was
+
+    @property
+    def timed_out(self) -> bool:
+        return self.how is Lost.TIMED_OUT
 
 
 class Diverged(WorkerGone):
@@ -94,10 +110,7 @@ def _tail(log, limit: int = 2000) -> str:
 
 
 def could_not_start(detail: str) -> StartFailed:
-    return StartFailed(
-        "the grader could not start a worker process (this is about the machine, not your code):\n"
-        f"{detail}\nrun `python -m autograder doctor` to see what is wrong and how to fix it"
-    )
+    return StartFailed(detail)
 
 
 class Worker:
@@ -150,7 +163,7 @@ class Worker:
     def call(self, request: dict, limit: float) -> dict:
         """Send one request; return its answer, or raise (and kill the worker) if none comes in time."""
         if self.dead:
-            raise Diverged("had ended before this call")
+            raise Diverged(Lost.ENDED, "before this call")
         self.come_up()
         n = self.calls
         self._check_idle(ahead=n < self.planned)
@@ -161,19 +174,19 @@ class Worker:
             self.sock.sendall(wire.encode({**request, "id": n}))
         except OSError:
             self.kill()
-            raise (Diverged if may_run_ahead else WorkerGone)(_ENDED) from None
+            raise (Diverged if may_run_ahead else WorkerGone)(Lost.ENDED) from None
         answer = self._read(time.monotonic() + limit, limit, may_run_ahead)
         if type(answer) is not dict or answer.get("id") != n:
             self.kill()
-            raise (Diverged if may_run_ahead else WorkerGone)(_NOT_AN_ANSWER)
+            raise (Diverged if may_run_ahead else WorkerGone)(Lost.GARBLED, "an answer nobody asked for")
         if answer.get("diverged") is True and n < self.planned:
             self.kill()
-            raise Diverged("had run planned calls that this run did not make")
+            raise Diverged(Lost.GARBLED, "it had run planned calls that this run did not make")
         try:
             answer = wire.check_answer(answer)
         except wire.WireError as exc:
             self.kill()
-            raise WorkerGone(f"sent something that is not an answer ({exc})") from None
+            raise WorkerGone(Lost.GARBLED, str(exc)) from None
         if "error" in answer and answer["error"]["type"] == "timed out":
             self.kill()  # its task's later checks are skipped: nothing more to run here
         return answer
@@ -227,8 +240,8 @@ class Worker:
             data = b""
         self.kill()
         if not data:
-            raise Diverged("had ended before this call")
-        raise (Diverged if ahead else WorkerGone)(_NOT_AN_ANSWER)
+            raise Diverged(Lost.ENDED, "before this call")
+        raise (Diverged if ahead else WorkerGone)(Lost.GARBLED, "an answer nobody asked for")
 
     def _read(self, deadline: float, limit: float, may_run_ahead: bool) -> object:
         """The answer to the request just sent, by `deadline`; past it, ask where the worker is, then kill it."""
@@ -238,14 +251,14 @@ class Worker:
             stack = self._where()
             self.kill()
             if may_run_ahead:
-                raise Diverged("was busy with a planned call when its time ran out") from None
-            raise WorkerGone(f"did not finish within {limit:g} s and was stopped", True, stack) from None
+                raise Diverged(Lost.TIMED_OUT, "busy with a planned call") from None
+            raise WorkerGone(Lost.TIMED_OUT, f"{limit:g} s", stack) from None
         except wire.Closed:
             self.kill()
-            raise (Diverged if may_run_ahead else WorkerGone)(_ENDED) from None
+            raise (Diverged if may_run_ahead else WorkerGone)(Lost.ENDED) from None
         except (wire.WireError, OSError) as exc:
             self.kill()
-            raise WorkerGone(f"sent something that is not an answer: {exc}") from None
+            raise WorkerGone(Lost.GARBLED, str(exc)) from None
 
     def _frame(self, deadline: float) -> object:
         header = self._recv(wire.HEADER.size, deadline)
@@ -328,10 +341,6 @@ class Worker:
             except (TimeoutError, wire.Closed, wire.WireError, OSError):
                 pass  # it has run nothing of the learner's: it ends when it finds its socket closed
         self.kill()
-
-
-_ENDED = "ended without an answer (sys.exit, os._exit, a crash, or the memory limit?)"
-_NOT_AN_ANSWER = "sent something that is not an answer (an answer nobody asked for)"
 
 
 def _why(exc: BaseException) -> str:

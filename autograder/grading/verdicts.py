@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from autograder.course import registry
 from autograder.course.regions import tasks_of_scope
+from autograder.grading.pool import Lost
 from autograder.grading.results import SKIPPED
 from autograder.kit.checks import CheckFailed, WaitsFor
 
@@ -52,9 +53,14 @@ class Fault(enum.Enum):
     RAISED = "raised"  # the learner's code raised (the load of its file included): `info` is the worker's report
     TIMED_OUT = "timed out"  # past the check's time limit
     DIED = "died"  # the process ended without an answer
+    GARBLED = "garbled"  # the process sent something that is not the answer to the call (`info`: detail)
     SKIPPED = "skipped"  # not run: an earlier check of the task timed out
     WAITS = "waits"  # a capstone, waiting for the tasks whose files it runs whole (`info`: task, more)
     BAD_FILE = "bad file"  # the grader could not read the learner's file (`info`: message)
+
+
+# what the pool saw of a worker that failed a call, as the fault it is
+LOST = {Lost.ENDED: Fault.DIED, Lost.GARBLED: Fault.GARBLED, Lost.TIMED_OUT: Fault.TIMED_OUT}
 
 
 class LearnerError(Exception):
@@ -115,7 +121,10 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
         doing = f" while importing {info['file']}" if info.get("file") else ""
         return Verdict("timed out", f"stopped after the time limit{doing}: is there an endless loop?{at}")
     if fault is Fault.DIED:
-        return Verdict("error", f"the check's process {message}{at}")
+        return Verdict("error", f"the check's process ended without an answer ({ENDINGS}){at}")
+    if fault is Fault.GARBLED:
+        detail = shown(info.get("detail", ""), 300, lines=False)
+        return Verdict("error", f"the check's process sent something that is not an answer ({detail}){at}")
     if fault is Fault.BAD_FILE:
         return Verdict("error", message)
     if kind == "NotImplementedError":
@@ -132,7 +141,7 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
         return Verdict("not started", "the stub still raises NotImplementedError")
     if info.get("load"):
         if kind == "LearnerCodeError":
-            return Verdict("error", message)
+            return Verdict("error", _code_problem(info.get("problem", ""), where, message))
         if kind == "SyntaxError":
             return Verdict("error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)")
         return Verdict("error", f"importing your file raised {kind}: {message}{at}")
@@ -144,6 +153,28 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
         return Verdict("error", f"RecursionError: the code recursed too deep{at}")
     text = message if len(message) <= 300 else message[:300] + "…"
     return Verdict("error", f"your code raised {kind}: {text}{at}{printed}")
+
+
+ENDINGS = "sys.exit, os._exit, a crash, or the memory limit?"
+
+
+def _code_problem(problem: str, file: str, detail: str) -> str:
+    """What a worker's `LearnerCodeError` means: the learner's files cannot make what the task needs."""
+    if problem == "file missing":
+        return f"{file} is missing: the graded folder needs every file of exercises/"
+    if problem == "no class Value":
+        return f"{file} defines no class Value"
+    if problem == "methods missing":
+        return f"{file}: class Value has no method {detail}"
+    return f"your files could not be loaded ({shown(problem, MAX_NAME, lines=False)})"
+
+
+def start_failed(detail: object) -> str:
+    """The grader could not start a worker (`pool.StartFailed`): the machine's problem, never the learner's."""
+    return (
+        "the grader could not start a worker process (this is about the machine, not your code):\n"
+        f"{shown(detail)}\nrun `python -m autograder doctor` to see what is wrong and how to fix it"
+    )
 
 
 def _other_task_that_raised(info: dict, task_id: str) -> str | None:

@@ -36,7 +36,16 @@ FORBIDDEN_IMPORTS = ("autograder", "solutions", "pytest", "_pytest", "pluggy")
 
 
 class LearnerCodeError(Exception):
-    """The learner's file could not be loaded; the message says where and why."""
+    """The learner's files cannot make what the task needs: `problem` (one of PROBLEMS), in `file`, of `detail`.
+
+    The grader words it (`grading.verdicts`): the worker sends only the problem's name and its subjects.
+    """
+
+    PROBLEMS = ("file missing", "no class Value", "methods missing")
+
+    def __init__(self, problem: str, file: str, detail: str = ""):
+        super().__init__(problem, file, detail)
+        self.problem, self.file, self.detail = problem, file, detail
 
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002 - __import__'s own names
@@ -97,7 +106,7 @@ class SourcePackage:  # a meta path finder and its loader (the protocols, withou
 
     def module(self, name: str) -> types.ModuleType:
         if name not in self.sources and name not in self.sibling_names:
-            raise LearnerCodeError(f"{name}.py is missing: the graded folder needs every file of exercises/")
+            raise LearnerCodeError("file missing", f"{name}.py")
         return importlib.import_module(f"{self.name}.{name}")
 
 
@@ -149,10 +158,10 @@ def hybrid_value(
     """
     ref_cls, learner_cls = ref_module.Value, getattr(learner_engine, "Value", None)
     if not isinstance(learner_cls, type):
-        raise LearnerCodeError(f"{learner_engine.__file__} defines no class Value")
+        raise LearnerCodeError("no class Value", learner_engine.__file__)
     missing = sorted(m for m in methods if m not in vars(learner_cls))
     if missing:
-        raise LearnerCodeError(f"{learner_engine.__file__}: class Value has no method {', '.join(missing)}")
+        raise LearnerCodeError("methods missing", learner_engine.__file__, ", ".join(missing))
     hybrid = type("Value", (), {})
     ref_ns = {**vars(ref_module), "Value": hybrid}
     learner_ns = {**vars(learner_engine), "Value": hybrid}

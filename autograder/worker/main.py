@@ -80,8 +80,8 @@ def describe_error(exc: BaseException, files: set[str]) -> dict:
     info = {"type": kind, "message": message[:MAX_MESSAGE], "where": where, "function": function}
     if isinstance(exc, NotImplementedError):
         info["stub_task"] = stub_task(exc)
-    if isinstance(exc, LearnerCodeError):
-        info["type"], info["load"] = "LearnerCodeError", True
+    if isinstance(exc, LearnerCodeError):  # the grader words it: the problem's name, the file, the detail
+        info.update(type="LearnerCodeError", load=True, problem=exc.problem, where=exc.file, message=exc.detail)
     return info
 
 

@@ -92,7 +92,7 @@ def send(sock: socket.socket, value: Any) -> None:
     sock.sendall(encode(value))
 
 
-ERROR_TEXT = ("type", "message", "where", "function")  # what an error says, as text
+ERROR_TEXT = ("type", "message", "where", "function", "problem")  # what an error says, as text
 
 
 def check_answer(frame: Any) -> dict:
