@@ -139,7 +139,7 @@ def test_the_sandbox_shows_python_and_the_worker_and_covers_what_is_hidden_insid
     args = " ".join(command)
     assert f"--ro-bind {packages} {packages}" in args
     assert f"--perms 0755 --dir {home} " in args and f"--perms 0755 --dir {home / 'py' / 'lib'} " in args
-    assert f"--tmpfs {packages / 'solutions'} --remount-ro {packages / 'solutions'}" in args
+    assert f"--tmpfs {packages / 'solutions'}" in args and f"--remount-ro {packages / 'solutions'}" in args
     assert f"--ro-bind {REPO} " not in args and str(REPO / "solutions") not in args  # the repository: not there
     worker = REPO / "autograder" / "worker"
     assert f"--ro-bind {worker} {worker}" in args  # the worker's own code, and nothing else of the grader's
@@ -150,3 +150,34 @@ def test_the_sandbox_shows_python_and_the_worker_and_covers_what_is_hidden_insid
     assert "--bind /sys/fs/cgroup/memory/grader /sys/fs/cgroup/memory/grader" in " ".join(
         isolation.sandbox_command([], cgroup)
     )
+
+
+def test_an_installed_grader_is_covered_but_its_worker_code_stays_reachable(monkeypatch, tmp_path):
+    """`pip install .` puts the grader and the reference among Python's packages: both are covered, and the
+    worker's own code is bound back into the covered grader (then made read-only), as bubblewrap runs it."""
+    import shutil
+
+    from autograder.grading import isolation
+    from autograder.worker import sandbox
+
+    packages = tmp_path / "site-packages"
+    grader, reference = packages / "autograder", packages / "solutions"
+    (grader / "worker").mkdir(parents=True)
+    (grader / "grading").mkdir()
+    reference.mkdir()
+    for path in (grader / "__init__.py", grader / "worker" / "sandbox.py", grader / "grading" / "plugin.py"):
+        path.write_text("# the grader's\n")
+    (reference / "engine.py").write_text("# the reference\n")
+    monkeypatch.setattr(sandbox, "interpreter_paths", lambda: [str(packages)])
+    monkeypatch.setattr(sandbox, "__file__", str(grader / "worker" / "sandbox.py"))
+    command = isolation.sandbox_command([str(grader), str(reference)], None)
+    at = {arg: i for i, arg in enumerate(command)}
+    assert at[str(grader / "worker")] > command.index("--tmpfs") and command[-5:-3] == ["--remount-ro", "/"]
+    assert command.index(str(grader)) < at[str(grader / "worker")] < len(command) - command[::-1].index(str(grader))
+    if not (sys.platform == "linux" and os.geteuid() == 0 and shutil.which("bwrap")):
+        return  # the command line is all there is to check without root and bubblewrap
+    look = f"cat {grader}/worker/sandbox.py; ls {grader} {reference}; touch {grader}/x 2>/dev/null || echo read-only"
+    shown = subprocess.run([*command, "/bin/sh", "-c", look], capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert "# the grader's" in shown.stdout and "read-only" in shown.stdout, shown.stdout
+    assert "plugin.py" not in shown.stdout and "grading" not in shown.stdout and "engine.py" not in shown.stdout

@@ -21,7 +21,8 @@ SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image.
 set -euo pipefail
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip python3-venv >/dev/null
+# bubblewrap: the `sandbox` level, where the container allows namespaces (Docker's default does not: `user`)
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip python3-venv bubblewrap >/dev/null
 python3 -m venv /autograder/venv
 # torch is pinned to 2.13.0 by the course; point pip at a CPU-only index (PIP_EXTRA_INDEX_URL) to keep the image small.
 /autograder/venv/bin/pip install --quiet /autograder/source

@@ -158,12 +158,17 @@ def sandbox_command(hidden: list[str], cgroup: str | None) -> list[str]:
         command += ["--perms", "0755", "--dir", folder]
     for folder in folders:
         command += ["--ro-bind", folder, folder]
-    for path in hidden:  # an installed grader or reference inside site-packages, say
-        if any(_inside(path, folder) for folder in folders):
-            cover = ["--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) else ["--ro-bind", os.devnull, path]
-            command += cover
+    # an installed grader or reference inside site-packages, say, covered (read-only once the worker's code,
+    # which may lie inside an installed grader, is bound back into it)
+    covered = [p for p in hidden if os.path.isdir(p) and any(_inside(p, folder) for folder in folders)]
+    for path in hidden:
+        if path in covered:
+            command += ["--tmpfs", path]
+        elif any(_inside(path, folder) for folder in folders):
+            command += ["--ro-bind", os.devnull, path]
     for path in worker_code:
         command += ["--ro-bind", path, path]
+    command += [arg for path in covered for arg in ("--remount-ro", path)]
     if cgroup:  # the grader's own cgroup, where each worker makes its own under the run's (then unmounts it)
         command += ["--bind", os.path.dirname(cgroup), os.path.dirname(cgroup)]
     return [*command, "--remount-ro", "/", "--chdir", "/", "--"]
