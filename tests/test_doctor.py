@@ -61,11 +61,10 @@ def test_root_without_bubblewrap_grades_at_user_level_and_doctor_names_the_fix(m
     import sys
 
     from autograder.grading import isolation
-    from autograder.worker import sandbox
 
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(sandbox, "blocking_ancestor", lambda path: None)
+    monkeypatch.setattr(isolation, "blocking_ancestor", lambda path: None)
     monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setattr(isolation, "_bubblewrap_says", None)
     assert isolation.best_level() == "user"

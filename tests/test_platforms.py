@@ -115,11 +115,11 @@ def test_the_user_level_needs_python_where_other_users_can_reach_it(monkeypatch)
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(sandbox, "interpreter_paths", lambda: ["/root/.pyenv/versions/3.11.7/lib/python3.11"])
-    monkeypatch.setattr(sandbox, "blocking_ancestor", lambda path: "/root")
+    monkeypatch.setattr(isolation, "blocking_ancestor", lambda path: "/root")
     assert "/root" in isolation.why_not("user")
     with pytest.raises(RuntimeError, match="--isolation user is not possible here: Python lives under /root"):
         isolation.level_for("user")
-    monkeypatch.setattr(sandbox, "blocking_ancestor", lambda path: None)
+    monkeypatch.setattr(isolation, "blocking_ancestor", lambda path: None)
     assert isolation.why_not("user") == ""
 
 

@@ -30,10 +30,20 @@ def why_not(level: str) -> str:
     if level == SANDBOX:
         return _why_no_bubblewrap()
     if level == USER:
-        closed = sorted({a for p in sandbox.interpreter_paths() if (a := sandbox.blocking_ancestor(p))})
+        closed = sorted({a for p in sandbox.interpreter_paths() if (a := blocking_ancestor(p))})
         if closed:  # without a mount namespace, another user cannot reach Python there
             return f"Python lives under {closed[0]}, which other users may not enter"
     return ""
+
+
+def blocking_ancestor(path: str) -> str | None:
+    """The outermost folder above `path` that other users may not enter (a home folder such as /root)."""
+    parts = path.strip(os.sep).split(os.sep)
+    for i in range(1, len(parts)):
+        folder = os.sep + os.sep.join(parts[:i])
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
 
 
 def level_for(requested: str) -> str:

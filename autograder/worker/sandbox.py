@@ -212,13 +212,3 @@ def interpreter_paths() -> list[str]:
     """The folders Python imports from: they must stay readable for the worker's user, wherever they are."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if p)}
     return sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
-
-
-def blocking_ancestor(path: str) -> str | None:
-    """The outermost folder above `path` that other users may not enter (a home folder such as /root)."""
-    parts = path.strip(os.sep).split(os.sep)
-    for i in range(1, len(parts)):
-        folder = os.sep + os.sep.join(parts[:i])
-        if not os.stat(folder).st_mode & 0o001:
-            return folder
-    return None
