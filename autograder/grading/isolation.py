@@ -164,7 +164,7 @@ def sandbox_command(hidden: list[str], cgroup: str | None) -> list[str]:
     worker_code = [os.path.join(package, part) for part in ("__init__.py", "worker")]
     # the folders above them, open to all (bubblewrap would copy a closed home's mode, and a worker is nobody)
     above = {a for p in [*folders, *worker_code] for a in _ancestors(os.path.dirname(p))} - {os.sep}
-    for folder in sorted(a for a in above if not any(a == f or _inside(a, f) for f in (*SYSTEM, *folders))):
+    for folder in sorted(a for a in above if not sandbox.under(a, [*SYSTEM, *folders])):
         command += ["--perms", "0755", "--dir", folder]
     for folder in folders:
         command += ["--ro-bind", folder, folder]
@@ -189,8 +189,8 @@ def _interpreter_folders(hidden: list[str]) -> list[str]:
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     library_path = os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)
     found = prefixes | {os.path.realpath(p) for p in library_path if p and os.path.isdir(p)}
-    found |= {p for p in sandbox.interpreter_paths() if not any(_inside(p, h) or p == h for h in hidden)}
-    found = {p for p in found if not any(_inside(p, s) or p == s for s in SYSTEM)}  # /usr is bound whole already
+    found |= {p for p in sandbox.interpreter_paths() if not sandbox.under(p, hidden)}
+    found = {p for p in found if not sandbox.under(p, SYSTEM)}  # /usr is bound whole already
     return sorted(p for p in found if not any(_inside(p, other) for other in found))
 
 

@@ -109,10 +109,6 @@ def _tail(log, limit: int = 2000) -> str:
     return text[-limit:] or "it ended without a word"
 
 
-def could_not_start(detail: str) -> StartFailed:
-    return StartFailed(detail)
-
-
 class Worker:
     """One task's worker process, seen from the trusted side; the only owner of its socket.
 
@@ -215,11 +211,11 @@ class Worker:
                     pass
             said = _tail(self.log)
             self.kill()
-            raise could_not_start(f"its worker for task {self.task} {_why(exc)}: {said}") from None
+            raise StartFailed(f"its worker for task {self.task} {_why(exc)}: {said}") from None
         if type(setup) is not dict or setup.get("ready") is not True:
             self.kill()
             detail = setup.get("error", {}).get("message", "") if type(setup) is dict else ""
-            raise could_not_start(f"its worker for task {self.task} could not be set up: {detail}")
+            raise StartFailed(f"its worker for task {self.task} could not be set up: {detail}")
         self.ready = True
         self._close_log()
 
@@ -666,7 +662,7 @@ class Pool:
             except TimeoutError:
                 said = _tail(log)
                 worker.kill()
-                raise could_not_start(f"its worker for task {task} never connected: {said}") from None
+                raise StartFailed(f"its worker for task {task} never connected: {said}") from None
 
         worker.connect = connect
         return worker

@@ -36,12 +36,11 @@ FORBIDDEN_IMPORTS = ("autograder", "solutions", "pytest", "_pytest", "pluggy")
 
 
 class LearnerCodeError(Exception):
-    """The learner's files cannot make what the task needs: `problem` (one of PROBLEMS), in `file`, of `detail`.
+    """The learner's files cannot make what the task needs: `problem`, in `file`, of `detail`.
 
-    The grader words it (`grading.verdicts`): the worker sends only the problem's name and its subjects.
+    The problems: "file missing", "no class Value", "methods missing". The grader words them
+    (`grading.verdicts`): the worker sends only the problem's name and its subjects.
     """
-
-    PROBLEMS = ("file missing", "no class Value", "methods missing")
 
     def __init__(self, problem: str, file: str, detail: str = ""):
         super().__init__(problem, file, detail)

@@ -189,7 +189,7 @@ def _private_mounts(cgroup: str | None) -> None:
     if cgroup:  # joined already: the grader's cgroups, bound in for that, are nobody's business now
         _check(c.umount2(os.path.dirname(cgroup).encode(), MNT_DETACH), "unmount the cgroups")
     # opened before /tmp is covered: an interpreter's folder under /tmp (a venv there, say) is bound back from these
-    interpreter = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in interpreter_paths() if _under(p, PRIVATE_TMP)}
+    interpreter = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in interpreter_paths() if under(p, PRIVATE_TMP)}
     for folder in PRIVATE_TMP:
         if os.path.isdir(folder):
             options = b"size=64m,mode=1777"
@@ -204,7 +204,8 @@ def _private_mounts(cgroup: str | None) -> None:
     _check(c.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
 
 
-def _under(path: str, folders: list[str]) -> bool:
+def under(path: str, folders: list[str] | tuple[str, ...]) -> bool:
+    """Whether `path` is one of `folders` or lies inside one."""
     return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
 
