@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,3 +74,23 @@ def reference_run(session_tmp) -> GradingRun:
 def fresh_run(session_tmp) -> GradingRun:
     """A fresh clone's exercises/ graded once for the whole suite."""
     return grade("exercises", tmp_path=session_tmp)
+
+
+@pytest.fixture
+def simulated_gpu():
+    """`simulated_gpu(mode)`: a folder to put on PYTHONPATH that makes this machine's torch behave as a CUDA build
+    with a GPU does (`tests/platforms/gpu`), in `mode`; reachable by the workers at every isolation level."""
+    made = []
+
+    def make(mode: str = "") -> Path:
+        folder = Path(tempfile.mkdtemp(prefix="simulated-gpu-"))
+        shutil.copy(REPO / "tests" / "platforms" / "gpu" / "sitecustomize.py", folder)
+        (folder / "mode").write_text(mode)
+        for path in (folder, *folder.iterdir()):
+            path.chmod(0o755 if path.is_dir() else 0o644)  # a worker at `user` is another user
+        made.append(folder)
+        return folder
+
+    yield make
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)

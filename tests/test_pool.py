@@ -8,6 +8,7 @@ with no process at all.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -60,6 +61,9 @@ elif how == "dies mid-call":
     os._exit(3)
 elif how == "hangs":
     time.sleep(600)
+elif how == "spins":
+    while True:
+        pass
 elif how == "trickles":
     body = json.dumps({"id": request["id"], "ok": 1}).encode()
     for byte in struct.pack("!I", len(body)) + body:
@@ -128,14 +132,67 @@ def test_a_worker_that_may_have_been_running_ahead_is_not_charged_for_dying():
         ask(worker)
 
 
-def test_a_worker_past_its_deadline_is_stopped_and_killed():
-    worker, process = stand_in("hangs")
-    started = time.monotonic()
-    with pytest.raises(pool.WorkerGone, match=r"did not finish in time \(0\.5 s\)") as caught:
+def test_a_worker_that_used_its_cpu_time_is_stopped_and_killed():
+    worker, process = stand_in("spins")
+    with pytest.raises(pool.WorkerGone, match=r"did not finish in time \(0\.5 s of CPU time\)") as caught:
         ask(worker, limit=0.5)
-    assert caught.value.timed_out
-    assert time.monotonic() - started < 5
+    assert caught.value.timed_out and not caught.value.backstop
     assert process.poll() is not None, "the worker outlived its deadline"
+
+
+def test_a_worker_that_waits_without_computing_is_stopped_by_the_backstop():
+    """It used none of its CPU time: the wall clock stops it, and says so (the grader asks the reference)."""
+    worker, process = stand_in("hangs")
+    with pytest.raises(pool.WorkerGone, match=r"no answer after 2\.5 s, 0\.\d s of it computing") as caught:
+        ask(worker, limit=0.5)
+    assert caught.value.timed_out and caught.value.backstop
+    assert process.poll() is not None, "the worker outlived its deadline"
+
+
+class FakeClock:
+    """A CPU-time reader whose worker computes `rate` seconds per second of wall time (a busy machine: < 1)."""
+
+    def __init__(self, rate: float):
+        self.rate, self.start = rate, time.monotonic()
+
+    def __call__(self) -> float:
+        return (time.monotonic() - self.start) * self.rate
+
+
+def spend(budget: pool.Budget) -> str:
+    while True:
+        try:
+            time.sleep(budget.wait())
+        except TimeoutError:
+            return budget.stopped_by
+
+
+def test_a_budget_counts_cpu_time_not_wall_time():
+    assert spend(pool.Budget(0.2, FakeClock(1.0))) == "cpu"  # a quiet machine: the CPU limit, at once
+    busy = pool.Budget(0.2, FakeClock(0.5))  # half the CPU: twice the wall time, still within the backstop
+    assert spend(busy) == "cpu" and busy.used() >= 0.2
+    starved = pool.Budget(0.2, FakeClock(0.1))  # a tenth: past BACKSTOP times the limit first
+    assert spend(starved) == "backstop" and starved.used() < 0.2
+    assert spend(pool.Budget(0.2)) == "backstop"  # where the CPU time cannot be read: the backstop alone
+
+
+def test_cpu_time_is_read_for_any_process_here():
+    spinner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(600)",
+        ]
+    )
+    try:
+        while (used := pool.cpu_seconds(spinner.pid, spinner)) is None or used < 0.3:
+            time.sleep(0.05)
+        assert used < 60
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert pool._clock_seconds("1-02:03:04.50") == 86400 + 2 * 3600 + 3 * 60 + 4.5
+    assert pool._clock_seconds("0:01.25") == 1.25
 
 
 def test_bytes_trickled_in_do_not_stretch_the_deadline():
@@ -262,3 +319,45 @@ def test_the_worker_stops_running_ahead_after_a_call_that_timed_out():
     worker = Scripted([{"n": 1}, {"n": 2}])
     worker.ahead.append({"error": {"type": "timed out"}})
     assert not worker._should_run_ahead()
+
+
+BACKWARD = """
+def probe(impl):
+    import torch
+    x = torch.ones(2, requires_grad=True)
+    (x * x).sum().backward()
+    return x.grad.tolist()
+"""
+SETUP = {"op": "setup", "task": "9.1", "module": "probe", "owners": [], "prerequisite_owners": []}
+
+
+def backward_in_a_worker(workers: pool.Pool) -> dict:
+    workers.prepare("9.1", {**SETUP, "learner": {}, "reference": None, "scenarios": {}}, ("torch",))
+    request = {"op": "run", "file": "probe", "name": "probe", "args": [], "kwargs": {}, "source": BACKWARD}
+    return workers.call("9.1", {**request, "timeout": 30}, 31)
+
+
+@pytest.mark.skipif(pool.start_method() != "fork", reason="workers fork on Linux only")
+def test_the_zygote_is_single_threaded_after_its_real_preload():
+    workers = pool.Pool("processes", 0, [], "fork")
+    try:
+        assert backward_in_a_worker(workers)["ok"] == [2.0, 2.0]  # its preload is done: it has forked
+        zygote = workers._zygotes.get(("torch",))
+        assert worker_main.thread_count() == 1
+        assert len(os.listdir(f"/proc/{zygote.process.pid}/task")) == 1
+        assert workers.start == "fork" and not workers.spawned_because
+    finally:
+        workers.close()
+
+
+@pytest.mark.skipif(pool.start_method() != "fork", reason="workers fork on Linux only")
+def test_a_zygote_that_ran_autograd_refuses_to_fork_and_the_run_spawns_saying_why(simulated_gpu, monkeypatch):
+    """As on a machine with a GPU: autograd's device threads, started in the zygote, break every forked child."""
+    monkeypatch.syspath_prepend(str(simulated_gpu("zygote")))  # the workers' PYTHONPATH is this sys.path
+    workers = pool.Pool("processes", 0, [], "fork")
+    try:
+        assert backward_in_a_worker(workers)["ok"] == [2.0, 2.0]
+        assert workers.start == "spawn"
+        assert "threads after importing torch" in workers.spawned_because
+    finally:
+        workers.close()

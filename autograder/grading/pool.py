@@ -21,6 +21,15 @@ How workers start, by platform (`start_method`):
   on Windows, which cannot pass a socket on a command line, it connects back
   over the loopback with a token it reads from stdin (`Listener`).
 
+A call's time limit is CPU time (`Budget`): the worker's own CPU-time alarm stops learner code that used
+its budget, and the grader, which reads the worker's CPU time where the system lets it, kills code that never
+returns to Python once it has. Wall-clock time is only a backstop, `BACKSTOP` times the limit, for a call
+that uses no CPU at all (it waits on something) or a machine too busy to run it: a call stopped there is
+`WorkerGone` with `backstop` set, which the grader asks of the reference before it charges anyone.
+
+A zygote forks only while it is single-threaded; one that refuses (`wire.REFUSED`) turns the pool to
+spawning its workers, and `Pool.spawned_because` says why.
+
 Failure is charged where it belongs. A worker that never comes up raises
 `StartFailed` (the machine's problem, never the learner's); one that ends or
 passes its deadline while running a call the grader asked for raises
@@ -50,6 +59,7 @@ from autograder.grading import isolation
 from autograder.worker import wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
+BACKSTOP = 5.0  # a call's wall-clock limit, in multiples of its CPU-time limit
 DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
 STACK_LINE = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$', re.MULTILINE)
 POSIX_SOCKETS = os.name == "posix" and importlib.util.find_spec("fcntl") is not None  # a child can inherit one
@@ -70,6 +80,10 @@ class StartFailed(Exception):
     """
 
 
+class ForkRefused(Exception):
+    """The zygote will not fork (it has threads): the pool spawns this worker, and every later one, instead."""
+
+
 class Lost(enum.Enum):
     """How a worker failed a call, as the grader saw it (`verdicts` words it for the learner)."""
 
@@ -81,10 +95,11 @@ class Lost(enum.Enum):
 class WorkerGone(Exception):
     """The worker did not answer the call: `how` (it ended, sent nonsense or ran out of time), with a detail."""
 
-    def __init__(self, how: Lost, detail: str = "", stack: list[tuple[str, int, str]] = ()):
+    def __init__(self, how: Lost, detail: str = "", stack: list[tuple[str, int, str]] = (), backstop: bool = False):
         super().__init__(f"{how.value} ({detail})" if detail else how.value)
         self.how, self.detail = how, detail
         self.stack = list(stack)  # (file, line, function), innermost first: where a stopped worker was
+        self.backstop = backstop  # stopped by the wall clock, with its CPU budget not (known to be) used up
 
     @property
     def timed_out(self) -> bool:
@@ -93,6 +108,76 @@ class WorkerGone(Exception):
 
 class Diverged(WorkerGone):
     """This worker cannot fairly answer the request: ask a fresh one (with no plan)."""
+
+
+class Budget:
+    """A call's time: `limit` seconds of the worker's CPU time, and `BACKSTOP` times that of wall-clock time.
+
+    `wait()` says how long to wait for the answer before looking again, and raises TimeoutError once the call
+    is out of time (`stopped_by`: "cpu" or "backstop"). `cpu()` reads the worker's CPU time (None where the
+    system does not tell): the CPU is looked at only once the wall clock says the budget could be used up.
+    """
+
+    def __init__(self, limit: float, cpu=lambda: None):
+        self.limit, self.cpu = limit, cpu
+        self.start = time.monotonic()
+        self.backstop = self.start + BACKSTOP * limit
+        self.cpu_start = cpu()
+        self.stopped_by = ""
+
+    def used(self) -> float | None:
+        now = self.cpu() if self.cpu_start is not None else None
+        return None if now is None else now - self.cpu_start
+
+    def wait(self) -> float:
+        now = time.monotonic()
+        if now >= self.backstop:
+            self.stopped_by = "backstop"
+            raise TimeoutError
+        left = self.start + self.limit - now  # CPU time cannot run faster than the wall clock
+        if left > 0:
+            return left
+        used = self.used()
+        if used is not None and used >= self.limit:
+            self.stopped_by = "cpu"
+            raise TimeoutError
+        return min(self.backstop - now, max(0.05, self.limit - used) if used is not None else self.backstop - now)
+
+
+def cpu_seconds(pid: int, process: subprocess.Popen | None = None) -> float | None:
+    """The CPU time (user and system) process `pid` has used so far, or None where this system does not say."""
+    try:
+        if sys.platform == "linux":
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()  # after the command's name, which may hold spaces
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        if os.name == "nt" and process is not None:
+            return _windows_cpu(int(process._handle))
+        if sys.platform == "darwin":
+            said = subprocess.run(["ps", "-o", "time=", "-p", str(pid)], capture_output=True, text=True, timeout=5)
+            return _clock_seconds(said.stdout.strip())
+    except (OSError, ValueError, IndexError, AttributeError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+def _clock_seconds(text: str) -> float:
+    """`ps`'s time, `[[dd-]hh:]mm:ss.ss`, in seconds."""
+    days, _, clock = text.rpartition("-")
+    seconds = 0.0
+    for part in clock.split(":"):
+        seconds = seconds * 60 + float(part)
+    return seconds + 86400 * int(days or 0)
+
+
+def _windows_cpu(handle: int) -> float | None:
+    import ctypes
+    from ctypes import wintypes
+
+    times = [wintypes.FILETIME() for _ in range(4)]  # creation, exit, kernel, user: in 100 ns steps
+    if not ctypes.windll.kernel32.GetProcessTimes(wintypes.HANDLE(handle), *map(ctypes.byref, times)):
+        return None
+    return sum((t.dwHighDateTime << 32 | t.dwLowDateTime) for t in times[2:]) / 1e7
 
 
 def stack_of(dump: bytes) -> list[tuple[str, int, str]]:
@@ -121,7 +206,8 @@ class Worker:
         self.task = task
         self.planned = planned  # how many calls the worker may run ahead of the grader
         self.own_log = own_log  # a spawned worker's own stderr, or its zygote's (which outlives it)
-        self.relaunch: tuple | None = None  # what started it, to start it again once if its zygote died
+        self.relaunch: tuple | None = None  # a forked worker's (preload, setup, planned), to start it again
+        self.retry = False  # its zygote had forked before: if it does not come up, the zygote may have died since
         self.calls = 0  # requests sent so far; each carries its number as its id
         self.sock: socket.socket | None = None
         self.pending = b""  # the start of the conversation, not yet written in full
@@ -171,7 +257,7 @@ class Worker:
         except OSError:
             self.kill()
             raise (Diverged if may_run_ahead else WorkerGone)(Lost.ENDED) from None
-        answer = self._read(time.monotonic() + limit, limit, may_run_ahead)
+        answer = self._read(Budget(limit, self.cpu), may_run_ahead)
         if type(answer) is not dict or answer.get("id") != n:
             self.kill()
             raise (Diverged if may_run_ahead else WorkerGone)(Lost.GARBLED, "an answer nobody asked for")
@@ -197,6 +283,9 @@ class Worker:
         self.flush(wait=True)
         try:
             greeting = self._frame(deadline)
+            if type(greeting) is dict and type(greeting.get(wire.REFUSED)) is str:  # its zygote has threads
+                self.kill()
+                raise ForkRefused(greeting[wire.REFUSED][:500])
             if type(greeting) is dict and type(greeting.get("error")) is dict:  # no learner code has run yet
                 raise wire.WireError(str(greeting["error"].get("message"))[:500])
             if type(greeting) is not dict or type(greeting.get("pid")) is not int or greeting["pid"] <= 0:
@@ -239,16 +328,25 @@ class Worker:
             raise Diverged(Lost.ENDED, "before this call")
         raise (Diverged if ahead else WorkerGone)(Lost.GARBLED, "an answer nobody asked for")
 
-    def _read(self, deadline: float, limit: float, may_run_ahead: bool) -> object:
-        """The answer to the request just sent, by `deadline`; past it, ask where the worker is, then kill it."""
+    def cpu(self) -> float | None:
+        """The CPU time the worker process has used so far (None where this system does not say)."""
+        return cpu_seconds(self.pid, self.process) if self.pid else None
+
+    def _read(self, budget: Budget, may_run_ahead: bool) -> object:
+        """The answer to the request just sent, within `budget`; past it, ask where the worker is, then kill it."""
         try:
-            return self._frame(deadline)
+            return self._frame(budget.wait)
         except TimeoutError:
+            used = budget.used()  # while it is still there to be read
             stack = self._where()
             self.kill()
             if may_run_ahead:
                 raise Diverged(Lost.TIMED_OUT, "busy with a planned call") from None
-            raise WorkerGone(Lost.TIMED_OUT, f"{limit:g} s", stack) from None
+            if budget.stopped_by == "backstop":
+                spent = f", {used:.1f} s of it computing" if used is not None else ""
+                detail = f"no answer after {BACKSTOP * budget.limit:g} s{spent}"
+                raise WorkerGone(Lost.TIMED_OUT, detail, stack, backstop=True) from None
+            raise WorkerGone(Lost.TIMED_OUT, f"{budget.limit:g} s of CPU time", stack) from None
         except wire.Closed:
             self.kill()
             raise (Diverged if may_run_ahead else WorkerGone)(Lost.ENDED) from None
@@ -256,23 +354,25 @@ class Worker:
             self.kill()
             raise WorkerGone(Lost.GARBLED, str(exc)) from None
 
-    def _frame(self, deadline: float) -> object:
-        header = self._recv(wire.HEADER.size, deadline)
+    def _frame(self, wait) -> object:
+        """The next frame; `wait`: an absolute deadline, or a function that says how long to wait (see `Budget`)."""
+        if not callable(wait):
+            wait = _until(wait)
+        header = self._recv(wire.HEADER.size, wait)
         size = wire.HEADER.unpack(header)[0]
         if size > wire.MAX_FRAME:
             raise wire.WireError(f"an answer of {size} bytes (the limit is {wire.MAX_FRAME})")
-        return wire.decode(self._recv(size, deadline))
+        return wire.decode(self._recv(size, wait))
 
-    def _recv(self, size: int, deadline: float) -> bytes:
-        """Exactly `size` bytes by `deadline`, however slowly they trickle in."""
+    def _recv(self, size: int, wait) -> bytes:
+        """Exactly `size` bytes before `wait()` raises TimeoutError, however slowly they trickle in."""
         chunks, missing = [], size
         while missing:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            self.sock.settimeout(left)
+            self.sock.settimeout(wait())
             try:
                 chunk = self.sock.recv(min(missing, 1 << 20))
+            except TimeoutError:
+                continue  # `wait` decides whether the time is up
             except ConnectionResetError:  # it died with our request unread: ended, like any other end
                 chunk = b""
             if not chunk:
@@ -337,6 +437,18 @@ class Worker:
             except (TimeoutError, wire.Closed, wire.WireError, OSError):
                 pass  # it has run nothing of the learner's: it ends when it finds its socket closed
         self.kill()
+
+
+def _until(deadline: float):
+    """A `wait` for `Worker._frame`: the seconds left until `deadline`, then TimeoutError."""
+
+    def wait() -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return left
+
+    return wait
 
 
 def _why(exc: BaseException) -> str:
@@ -464,6 +576,7 @@ class Zygotes:
     def __init__(self):
         self._zygotes: dict[tuple[tuple[str, ...], tuple[str, ...]], Zygote] = {}
         self._cwd = tempfile.mkdtemp(prefix="autograder-zygote-")
+        self.refused = ""  # why a zygote would not fork: later runs that share these zygotes spawn at once
 
     def get(self, preload: tuple[str, ...], sandbox: tuple[str, ...] = ()) -> Zygote:
         """A running zygote with `preload` imported, started under `sandbox`; a dead one is replaced."""
@@ -566,10 +679,13 @@ class Pool:
         # `sandbox`: every worker process starts inside bubblewrap, which shows it nothing of `hidden`
         self.sandbox = tuple(isolation.sandbox_command(hidden, cgroup)) if level == wire.SANDBOX else ()
         self.start = start_method(start)
+        self.spawned_because = ""  # why a run that would fork spawns its workers (its zygote had threads)
         self.workers: dict[str, Worker] = {}
         self._all: list[Worker] = []
         self._own_zygotes = zygotes is None  # a shared set outlives the run: its caller closes it
         self._zygotes = Zygotes() if zygotes is None else zygotes
+        if self.start == "fork" and self._zygotes.refused:
+            self.start, self.spawned_because = "spawn", self._zygotes.refused
         self._listener: Listener | None = None
         self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
         self._planned = 0  # workers given a plan so far
@@ -592,17 +708,20 @@ class Pool:
         worker = self.workers[task]
         try:
             return worker.call(request, limit)
+        except ForkRefused as exc:  # its zygote has threads: this worker and every later one are spawned
+            if self.start == "fork":
+                self.start = "spawn"
+                self.spawned_because = self._zygotes.refused = str(exc)
         except StartFailed:
-            if worker.relaunch is None:
+            if not worker.retry:
                 raise
             # a zygote that forked before may have been killed since (by a worker, say): one fresh try
-            preload, setup, planned = worker.relaunch
-            self._zygotes.discard(preload, self.sandbox)
-            fresh = self._launch(task, preload, setup, planned)
-            fresh.relaunch = None
-            self.workers[task] = fresh
-            self._all.append(fresh)
-            return fresh.call(request, limit)
+            self._zygotes.discard(worker.relaunch[0], self.sandbox)
+        fresh = self._launch(task, *worker.relaunch)
+        fresh.retry = False
+        self.workers[task] = fresh
+        self._all.append(fresh)
+        return fresh.call(request, limit)
 
     def ended(self, task: str) -> bool:
         return self.workers[task].dead
@@ -617,7 +736,7 @@ class Pool:
         if self.start == "fork":
             zygote = self._zygotes.get(preload, self.sandbox)
             worker = Worker(task, planned, log=zygote.log, own_log=False)
-            worker.relaunch = (preload, setup, planned) if zygote.forked else None
+            worker.relaunch, worker.retry = (preload, setup, planned), zygote.forked > 0
             zygote.forked += 1
             worker.attach(zygote.fork(self.options), wire.encode({**setup, "nice": nice}))
             return worker

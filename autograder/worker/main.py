@@ -15,6 +15,16 @@ How a worker starts (the trusted side, `grading.pool`, picks the way):
   token from stdin and connects back over the loopback (Windows, which cannot
   hand a socket to a child on its command line).
 
+A zygote forks only while it is single-threaded: a fork copies one thread, and a library whose threads had
+started (PyTorch's autograd starts its device threads on a machine with a GPU, and then refuses autograd in
+every forked child) would be broken in the child. So the zygote imports what scenarios need and touches
+nothing that starts threads; before each fork it counts its threads, and where there is more than one it
+refuses (`refused` on the worker's socket) and the grader spawns its workers instead, saying why.
+
+Time limits count CPU time: the call's own timer (`ITIMER_PROF`) stops learner code that has used its
+budget, so a machine busy with other work never makes a check time out; the grader's wall-clock deadline
+is only a generous backstop (`grading.pool`).
+
 A worker greets (its pid), shuts itself in (`sandbox.shut_in`), reads its
 setup (its task's sources and the *plan*: the calls earlier runs made, in
 order), and then answers requests one by one. Between requests it runs the
@@ -45,7 +55,7 @@ from autograder.worker.loading import Implementation, LearnerCodeError, where_in
 
 MAX_OUTPUT = 4000  # characters of the learner's printing kept per call
 MAX_MESSAGE = 2000
-SOFT_TIMEOUT = hasattr(signal, "setitimer")
+SOFT_TIMEOUT = hasattr(signal, "setitimer") and hasattr(signal, "ITIMER_PROF")  # a CPU-time alarm (POSIX)
 STUB = re.compile(r"^task (\d+\.\d+): ")  # the message of a stub's NotImplementedError: see stub_message
 
 
@@ -220,9 +230,9 @@ class Worker:
         output = CappedOutput()
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = output
-        if SOFT_TIMEOUT:  # says where the code was; the grader's own deadline kills code that never returns to Python
-            signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, timeout)
+        if SOFT_TIMEOUT:  # CPU time, not wall time: a busy machine slows the call but never uses its budget
+            signal.signal(signal.SIGPROF, _alarm)  # the grader kills code that never returns to Python
+            signal.setitimer(signal.ITIMER_PROF, timeout)
         try:
             result = {"ok": thunk()}
         except BaseException as exc:  # noqa: BLE001 - whatever the learner's code raises is an answer
@@ -231,7 +241,7 @@ class Worker:
                 result["error"]["load"] = True
         finally:
             if SOFT_TIMEOUT:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
             sys.stdout, sys.stderr = saved
         result["output"] = output.text()
         try:
@@ -302,7 +312,10 @@ def _say_why_not_started(sock: socket.socket, exc: BaseException) -> None:
 
 
 def zygote(ctrl_fd: int, preload: list[str]) -> None:
-    """Linux only: fork a worker for each request on the control socket, on the socket that came with it."""
+    """Linux only: fork a worker for each request on the control socket, on the socket that came with it.
+
+    It forks only while it has a single thread; otherwise it answers the request with why it refuses.
+    """
     sandbox.die_with_parent()
     _preload(preload)
     ctrl = socket.socket(fileno=ctrl_fd)
@@ -316,14 +329,39 @@ def zygote(ctrl_fd: int, preload: list[str]) -> None:
             options = json.loads(wire.read_exactly(ctrl, wire.HEADER.unpack(header)[0]))
         except (OSError, wire.Closed):
             return
-        if os.fork() == 0:
+        threads = thread_count()
+        if threads != 1:
+            _refuse(fds[0], threads, preload)
+        elif os.fork() == 0:
             ctrl.close()
             run_worker(socket.socket(fileno=fds[0]), options)
         os.close(fds[0])
 
 
+def thread_count() -> int:
+    """This process's threads as the kernel counts them (native ones included: a library's pool, autograd's)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def _refuse(fd: int, threads: int, preload: list[str]) -> None:
+    """Tell the grader, on the worker's socket, that this zygote cannot fork safely (it then spawns workers)."""
+    loaded = f" after importing {', '.join(preload)}" if preload else ""
+    reason = f"the process that forks workers had {threads} threads{loaded}, and a fork copies only one"
+    try:
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            wire.send(sock, {wire.REFUSED: reason})
+    except OSError:
+        pass
+
+
 def _preload(names: list[str], warm: bool = True) -> None:
-    """Import what the worker's scenarios need; `warm`: also pay torch's first-use costs (worth it in a zygote)."""
+    """Import what the worker's scenarios need; `warm`: also what their first calls import (worth it in a zygote).
+
+    Nothing here may start a thread or run autograd: with a GPU, a backward pass starts autograd's device
+    threads, and after that no forked child can use autograd ("Unable to handle autograd's threading in
+    combination with fork-based multiprocessing"). The first backward's cost is an import (SymPy, through
+    `symbolic_shapes`), so importing it pays that cost without running the engine.
+    """
     if "torch" in names:
         os.environ.setdefault("OMP_NUM_THREADS", "1")  # a worker may not start threads (RLIMIT_NPROC)
         import torch
@@ -331,8 +369,7 @@ def _preload(names: list[str], warm: bool = True) -> None:
         torch.set_num_threads(1)
         torch.set_num_interop_threads(1)
         if warm:
-            x = torch.ones(2, dtype=torch.double, requires_grad=True)
-            torch.autograd.gradcheck(torch.tanh, (x,))  # pay first-use costs once, not in every worker
+            import torch.fx.experimental.symbolic_shapes  # noqa: F401 - what the first backward pass imports
 
 
 def spawned(sock: socket.socket) -> None:

@@ -29,6 +29,7 @@ HEADER = struct.Struct("!I")
 # The isolation levels, strongest first: the trusted side picks one (`grading.isolation`), the worker applies it.
 SANDBOX, USER, PROCESSES = "sandbox", "user", "processes"
 LEVELS = (SANDBOX, USER, PROCESSES)
+REFUSED = "refused"  # a zygote's first frame instead of a worker's greeting: why it will not fork (the grader spawns)
 
 
 class WireError(Exception):

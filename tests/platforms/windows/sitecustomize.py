@@ -13,7 +13,7 @@ for name in ("resource", "fcntl"):
 for name in ("fork", "forkpty", "killpg", "setsid", "setpgid", "getpgid", "pidfd_open"):
     if hasattr(os, name):
         delattr(os, name)
-for name in ("SIGKILL", "SIGUSR1", "SIGALRM", "setitimer", "ITIMER_REAL"):
+for name in ("SIGKILL", "SIGUSR1", "SIGALRM", "SIGPROF", "setitimer", "ITIMER_REAL", "ITIMER_PROF"):
     if hasattr(signal, name):
         delattr(signal, name)
 for name in ("send_fds", "recv_fds"):
