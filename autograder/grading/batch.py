@@ -63,9 +63,13 @@ class Outcome:
             statuses = [t.status for t in self.results.tasks]
             counts = ", ".join(f"{statuses.count(s)} {s}" for s in STATUSES if statuses.count(s)) + " (tasks)"
             note = f"{note}; {counts}" if note else counts
+        status = self.status
+        if self.results and self.results.void_points:  # counted neither as earned nor as lost
+            status = f"{status}, {self.results.void_points} pt could not be graded here"
+            max_score -= self.results.void_points
         return {
             "submission": self.name,
-            "status": self.status,
+            "status": status,
             "total": total,
             "max": max_score,
             **per_lesson,

@@ -12,6 +12,11 @@ and a hint, and gives the grading tests two fixtures:
   reference, to compute what the answer should be; `reference.compute(fn,
   *args)` computes any other expected value here (PyTorch's), kept alike.
 
+A check that fails is asked again of the reference (`Grader.machine_fault`), through the same kind of
+worker, with the same options and inputs: when the reference cannot pass it either, the machine is at fault
+(a broken torch, a fork that breaks autograd, a machine too busy to answer), and the check *could not be
+graded here*: it counts neither as earned nor as lost. A student edition has no reference to ask.
+
 This process never runs learner code: it reads the learner's files as text
 and hands them to the workers (`pool.py`), which start before the tests
 are collected and are sent ahead the calls each task's checks made in the
@@ -47,7 +52,7 @@ from autograder.course.regions import (
 )
 from autograder.grading import caches, drawing, fresh_inputs, isolation, lastrun, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
-from autograder.grading.results import Results, TestResult
+from autograder.grading.results import VOID, Results, TestResult
 from autograder.grading.verdicts import LOST, Fault, LearnerError
 from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
@@ -100,11 +105,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class Grader:
-    """What one grading run needs to remember."""
+    """What one grading run needs to remember.
 
-    def __init__(self, config: pytest.Config):
+    `self_check_of`: this grader grades the reference, on demand, for the run of that grader (`machine_fault`).
+    """
+
+    def __init__(self, config: pytest.Config, self_check_of: Grader | None = None):
         self.config = config
-        impl = config.getoption("impl")
+        self.main = self_check_of
+        impl = "solutions" if self_check_of else config.getoption("impl")
         self.root = (REPO / impl) if impl in ("exercises", "solutions") else Path(impl).resolve()
         if not self.root.is_dir():
             raise pytest.UsageError(f"--impl {impl}: no such folder ({self.root})")
@@ -121,8 +130,11 @@ class Grader:
             raise pytest.UsageError("--fresh-inputs needs the reference, which a student edition does not ship")
         self.results = Results(self.graded_name(), self.impl_option, self.level, complete=False)
         self.results.fresh_inputs = self.fresh_seed
+        self.results.self_checked = has_sources()
+        self.checker: Grader | None = None  # the reference's grader, made at the first check that fails
         self.by_nodeid: dict[str, TestResult] = {}
         self.workers: pool.Pool | None = None
+        self.hidden: list[str] = []  # what the workers must not see
         self.zygotes: pool.Zygotes | None = None  # what the workers fork from: this run's, or a caller's pool
         self.own_zygotes = False
         self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
@@ -183,7 +195,31 @@ class Grader:
         }
 
     def start_workers(self) -> None:
-        hidden = [
+        self.workers = self.new_pool()
+        if self.main:  # the self-check starts a task's worker when a check of that task first fails
+            return
+        # a graded run asks its visible checks again on drawn inputs, which no plan holds: a worker that ran ahead
+        # would only be replaced at the first of them
+        plans = self.call_plans() if self.fresh_seed is None else {}
+        # in the order their checks run (`pytest_collection_modifyitems`): torch's last
+        tasks = sorted(filter(self.selects, registry.TASKS), key=lambda t: (bool(preload_for(t)), registry.sort_key(t)))
+        if self.workers.start == "fork":  # the slowest to start first: importing torch takes seconds
+            for preload in sorted({preload_for(t) for t in tasks}, key=len, reverse=True):
+                self.zygotes.get(preload, self.workers.sandbox)
+        try:
+            for task_id in tasks:
+                self.prepare(task_id, plans.get(task_id, []))
+        except pool.StartFailed as exc:
+            pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
+
+    def new_pool(self) -> pool.Pool:
+        """The run's workers: its self-check's have the same level, limits, hidden folders and way to start."""
+        if self.main:
+            main = self.main.workers
+            return pool.Pool(
+                self.level, self.memory_mb, self.main.hidden, main.start, self.zygotes, main.options["cgroup"]
+            )
+        hidden = self.hidden = [
             str(REPO),
             str(self.root.parent),
             "/autograder",
@@ -199,20 +235,7 @@ class Grader:
         cgroup = isolation.memory_cgroup() if self.level != PROCESSES and self.memory_mb else None
         limit = "cgroup" if cgroup else "address space (RLIMIT_AS)" if sys.platform == "linux" else "none"
         self.results.memory_limit = limit if self.memory_mb else "none"
-        self.workers = pool.Pool(self.level, self.memory_mb, hidden, self.start_method, self.zygotes, cgroup)
-        # a graded run asks its visible checks again on drawn inputs, which no plan holds: a worker that ran ahead
-        # would only be replaced at the first of them
-        plans = self.call_plans() if self.fresh_seed is None else {}
-        # in the order their checks run (`pytest_collection_modifyitems`): torch's last
-        tasks = sorted(filter(self.selects, registry.TASKS), key=lambda t: (bool(preload_for(t)), registry.sort_key(t)))
-        if self.workers.start == "fork":  # the slowest to start first: importing torch takes seconds
-            for preload in sorted({preload_for(t) for t in tasks}, key=len, reverse=True):
-                self.zygotes.get(preload, self.workers.sandbox)
-        try:
-            for task_id in tasks:
-                self.prepare(task_id, plans.get(task_id, []))
-        except pool.StartFailed as exc:
-            pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
+        return pool.Pool(self.level, self.memory_mb, hidden, self.start_method, self.zygotes, cgroup)
 
     def prepare(self, task_id: str, plan: list[dict] = ()) -> None:
         """A worker for the task, sent ahead the calls of `plan` (what earlier runs asked of this task, in order)."""
@@ -272,8 +295,48 @@ class Grader:
                 scenario_source(name)
         self.lesson_digest = lessons_digest()
 
+    def self_checker(self) -> Grader:
+        """The grader that asks a check of the reference, with this run's workers, options and hidden folders."""
+        if self.checker is None:
+            self.checker = Grader(self.config, self_check_of=self)
+            self.checker.zygotes = self.zygotes
+            self.checker.start_workers()
+        return self.checker
+
+    def machine_fault(self, item: pytest.Item, exc: Exception) -> str:
+        """Why the reference, too, fails the check that just failed with `exc` ("" if it passes: the failure stands).
+
+        The check runs again, as it is, with its `learner` fixture over the reference: the same scenarios, inputs
+        (a graded run's draws come from the same seed) and kind of worker. Failures that only the learner's
+        files can cause (a stub, a file that does not parse, a check that waits) are not asked again.
+        """
+        learner = item.funcargs.get("learner")
+        if self.main or not has_sources() or not isinstance(learner, Learner):
+            return ""
+        if not verdicts.may_be_the_machines(exc, classify_status(exc, learner.task)):
+            return ""
+        if learner.task in self.timed_out:  # its worker was stopped: the task's other checks go on if this is void
+            self.timed_out.discard(learner.task)
+            stopped = True
+        else:
+            stopped = False
+        fresh = fresh_inputs.rng_for(self.fresh_seed, item.nodeid) if learner.fresh is not None else None
+        item.funcargs["learner"] = Learner(self.self_checker(), learner.task, fresh)
+        try:
+            item.runtest()
+        except Exception as again:  # noqa: BLE001 - the reference fails it here too, whatever the way
+            return verdicts.classify(again, learner.task).message
+        finally:
+            item.funcargs["learner"] = learner
+        if stopped:
+            self.timed_out.add(learner.task)
+        return ""
+
     def stop_workers(self) -> None:
+        if self.checker is not None:
+            self.checker.stop_workers()
         if self.workers:
+            self.results.spawned_because = self.workers.spawned_because
             self.workers.close()
             self.workers = None
         if self.own_zygotes:
@@ -306,10 +369,13 @@ class Grader:
                 except pool.Diverged as exc:  # the fresh one failed too, before it started: no answer
                     raise LearnerError(LOST[exc.how], {"detail": exc.detail}) from None
         except pool.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
+            if self.main:
+                raise  # the reference cannot be run here: its check is void
             pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
 
     def _run(self, task_id: str, request: dict) -> object:
-        if self.workers.ended(task_id):  # the previous check crashed it: a fresh worker for the task's other checks
+        if task_id not in self.workers.workers or self.workers.ended(task_id):  # a fresh worker: the previous check
+            # crashed it, or (the self-check) the task has none yet
             self.prepare(task_id)
             self.loaded.discard(task_id)
         limit = self.timeout + KILL_GRACE
@@ -365,6 +431,8 @@ class Grader:
             info = {"detail": exc.detail, "where": self.where_in_stack(exc.stack, task_id)}
             if exc.timed_out and load:
                 info["file"] = display(self.root / (module_of(task_id) + ".py"))
+            if exc.backstop:
+                info["backstop"] = True
             if exc.timed_out:
                 self.timed_out.add(task_id)
             fault = LOST[exc.how]
@@ -692,6 +760,27 @@ def reference(request: pytest.FixtureRequest) -> Reference:
     return Reference(request.config.stash[GRADER])
 
 
+def classify_status(exc: BaseException, task_id: str) -> str:
+    return verdicts.classify(exc, task_id).status
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """A check that fails is asked of the reference too: if the reference fails it here as well, it is void."""
+    try:
+        return (yield)
+    except pytest.exit.Exception:
+        raise  # the grader cannot go on (a worker that cannot start): nothing to ask of the reference
+    except Exception as exc:
+        grader = item.config.stash[GRADER]
+        result = grader.by_nodeid.get(item.nodeid)
+        fault = grader.machine_fault(item, exc) if result is not None and not result.settled else ""
+        if not fault:
+            raise
+        result.status, result.message, result.settled = VOID, verdicts.could_not_grade(fault), True
+        raise pytest.skip.Exception(result.message, _use_item_location=True) from None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     rep = yield
@@ -732,7 +821,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     result = grader.by_nodeid.get(report.nodeid) if grader else None
     if result is None or (report.when != "call" and report.passed) or not result.settled:
         return None
-    letter = {"passed": ".", "not started": "N", "failed": "F", "error": "E", "timed out": "T"}[result.status]
+    letters = {"passed": ".", "not started": "N", "failed": "F", "error": "E", "timed out": "T", VOID: "?"}
+    letter = letters[result.status]
     return result.status.replace(" ", "_"), letter, result.status.upper()
 
 

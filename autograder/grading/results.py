@@ -15,8 +15,18 @@ from autograder.course import registry
 
 # Worst last: a task shows the most serious status among its tests. "in progress" is a task's only, never a
 # check's: some of its checks passed and the others did not run yet (they wait for another task, or hit a stub).
-STATUSES = ("passed", "in progress", "not started", "failed", "error", "timed out")
-SYMBOL = {"passed": "✓", "in progress": "◐", "not started": "·", "failed": "✗", "error": "!", "timed out": "⏱"}
+# VOID: the check failed, and the reference fails it too on this machine: it counts neither as earned nor as lost.
+VOID = "could not be graded"
+STATUSES = ("passed", VOID, "in progress", "not started", "failed", "error", "timed out")
+SYMBOL = {
+    "passed": "✓",
+    VOID: "?",
+    "in progress": "◐",
+    "not started": "·",
+    "failed": "✗",
+    "error": "!",
+    "timed out": "⏱",
+}
 SKIPPED = "skipped: an earlier check of this task timed out"  # a check not run after a timeout
 
 
@@ -39,6 +49,11 @@ class TestResult:
         return self.points if self.status == "passed" else 0
 
     @property
+    def counted(self) -> bool:
+        """Part of the score: every check but one that could not be graded here (`VOID`)."""
+        return self.status != VOID
+
+    @property
     def skipped(self) -> bool:
         """Not run because an earlier check of its task timed out (it costs its points like the one that did)."""
         return self.status == "timed out" and self.message == SKIPPED
@@ -51,7 +66,12 @@ class TaskResult:
 
     @property
     def points(self) -> int:
-        return sum(t.points for t in self.tests)
+        """The points of its checks that count (not those that could not be graded here)."""
+        return sum(t.points for t in self.tests if t.counted)
+
+    @property
+    def void_points(self) -> int:
+        return sum(t.points for t in self.tests if not t.counted)
 
     @property
     def earned(self) -> int:
@@ -85,6 +105,8 @@ class TaskResult:
                 why = "not started"
             elif t.skipped:
                 why = "skipped"
+            elif not t.counted:
+                why = VOID
             else:
                 continue
             reasons[why] = reasons.get(why, 0) + 1
@@ -97,6 +119,9 @@ class TaskResult:
                 lines.append(f"{checks} not started: the stub still raises NotImplementedError")
             elif why == "skipped":
                 lines.append(f"{checks} skipped: an earlier check of this task timed out")
+            elif why == VOID:
+                points = f"{self.void_points} pt not counted"
+                lines.append(f"{checks} could not be graded here ({points}): see `python -m autograder doctor`")
             elif n == len(self.tests):
                 lines.append(f"waits for {why}")
             else:
@@ -124,6 +149,8 @@ class Results:
     complete: bool = True  # False while the run is still going (a batch reads partial results)
     memory_limit: str = ""  # what enforced --memory-limit: "cgroup", "address space (RLIMIT_AS)" or "none"
     fresh_inputs: int | None = None  # a graded run's seed: visible checks were asked again on numbers drawn from it
+    self_checked: bool = True  # a failed check was asked of the reference too (never in a student edition)
+    spawned_because: str = ""  # why workers were spawned where they would have been forked ("" if they were not)
 
     @property
     def tasks(self) -> list[TaskResult]:
@@ -136,8 +163,13 @@ class Results:
 
     @property
     def max_score(self) -> int:
-        """Full marks: the points of every graded task, bonus tasks not included."""
-        return sum(t.points for t in self.tests if not registry.task(t.task).bonus)
+        """Full marks: the points of every graded task, bonus tasks and checks that could not be graded not included."""
+        return sum(t.points for t in self.tests if t.counted and not registry.task(t.task).bonus)
+
+    @property
+    def void_points(self) -> int:
+        """Points of checks that could not be graded here (graded tasks): counted neither as earned nor as lost."""
+        return sum(t.points for t in self.tests if not t.counted and not registry.task(t.task).bonus)
 
     @property
     def bonus(self) -> int:
@@ -146,7 +178,7 @@ class Results:
 
     @property
     def bonus_max(self) -> int:
-        return sum(t.points for t in self.tests if registry.task(t.task).bonus)
+        return sum(t.points for t in self.tests if t.counted and registry.task(t.task).bonus)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from autograder.course import registry
-from autograder.grading.results import SYMBOL, Results, TaskResult, TestResult
+from autograder.grading.results import SYMBOL, VOID, Results, TaskResult, TestResult
 
 
 def page_link(task_id: str) -> str:
@@ -34,6 +34,8 @@ def scorecard(
     isolation: str = "",
     hide_hidden: bool = False,
     fresh_inputs: int | None = None,
+    self_checked: bool = True,
+    spawned_because: str = "",
 ) -> str:
     """The text printed at the end of a grading run."""
     width = 72
@@ -59,6 +61,7 @@ def scorecard(
         out.append(f"{'Total':<62}{sum(t.earned for t in graded_tasks):>4}/{sum(t.points for t in graded_tasks):<3}")
     if bonus_tasks:
         out.append(f"{'Bonus':<62}{sum(t.earned for t in bonus_tasks):>4}/{sum(t.points for t in bonus_tasks):<3}")
+    out.extend(machine_lines(tasks, self_checked, spawned_because))
     if fresh_inputs is not None:
         out.append(f"Each visible check was also asked on numbers drawn for this run (seed {fresh_inputs}).")
     if isolation:
@@ -67,14 +70,16 @@ def scorecard(
             out.append("This is feedback: at this level your code could change files of the grader's, so the")
             out.append("grade that counts comes from a sandboxed run (Gradescope, or a batch run as root).")
     out.append("")
-    # a bonus task comes next only once every graded task passes
-    todo = next((t for t in graded_tasks if t.status != "passed"), None) or next(
-        (t for t in bonus_tasks if t.status != "passed"), None
+    # a bonus task comes next only once every graded task passes; a task this machine cannot grade never comes next
+    todo = next((t for t in graded_tasks if t.status not in ("passed", VOID)), None) or next(
+        (t for t in bonus_tasks if t.status not in ("passed", VOID)), None
     )
     if not tasks:
         out.append("Nothing was graded: no check ran (see the errors above).")
     elif todo is not None and todo.task.bonus and graded_tasks:
         out.append("Every graded task passes. Well done! The bonus tasks are there to go further.")
+    elif todo is None and any(t.void_points for t in tasks):
+        out.append("Every check that could be graded here passes.")
     elif todo is None:
         out.append(
             "Every bonus task passes. Well done!"
@@ -107,8 +112,9 @@ def scorecard(
         for r in failures[:max_failures]:
             out.append(f"{SYMBOL[r.status]} task {r.task} · {r.description} ({r.status}, {r.points} pt)")
             out.extend("    " + line for line in r.message.splitlines())
-            out.append(f"    hint:     {r.hint}")
-            out.append(f"    page:     {page_link(r.task)}")
+            if r.counted:  # a check the machine could not grade has no hint to give about the code
+                out.append(f"    hint:     {r.hint}")
+                out.append(f"    page:     {page_link(r.task)}")
             skipped = [s for s in tasks_by_id[r.task].tests if s.skipped] if r.status == "timed out" else []
             if skipped:  # one line for every check the timeout skipped, not one entry each
                 points = sum(s.points for s in skipped)
@@ -116,6 +122,21 @@ def scorecard(
         if len(failures) > max_failures:
             out.append(f"… and {len(failures) - max_failures} more; grade one task at a time with --task.")
     return "\n".join(line.rstrip() for line in out)
+
+
+def machine_lines(tasks: list[TaskResult], self_checked: bool, spawned_because: str) -> list[str]:
+    """What the machine did to this run: checks it could not grade, workers spawned instead of forked."""
+    out = []
+    void = sum(t.void_points for t in tasks)
+    if void:
+        out.append(f"{void} points could not be graded here: the reference solution fails those checks on this")
+        out.append("machine too, so they count neither as earned nor as lost. See: python -m autograder doctor")
+    if not self_checked and any(t.status in ("failed", "error", "timed out") for t in tasks):
+        out.append("This edition has no reference solution to check the machine with: a red line may be the")
+        out.append("machine's. If a check fails that you believe is right, see: python -m autograder doctor")
+    if spawned_because:
+        out.append(f"Workers were spawned, not forked: {spawned_because}.")
+    return out
 
 
 def shows_failure(r: TestResult, hide_hidden: bool = False) -> bool:
@@ -140,6 +161,8 @@ def text(results: Results, hide_hidden: bool = False) -> str:
         isolation=results.isolation,
         hide_hidden=hide_hidden,
         fresh_inputs=results.fresh_inputs,
+        self_checked=results.self_checked,
+        spawned_because=results.spawned_because,
     )
 
 
@@ -161,9 +184,9 @@ def gradescope_results(results: Results) -> dict:
             if r.skipped:  # counted once, in the line above
                 continue
             lines.append(f"{SYMBOL[r.status]} {r.description} ({r.status})")
-            if r.status != "passed" and not r.hidden:
+            if r.status != "passed" and (not r.hidden or not r.counted):
                 lines.extend("    " + line for line in r.message.splitlines())
-                if r.status != "not started":
+                if r.status not in ("not started", VOID):
                     lines.append(f"    hint: {r.hint} ({page_link(r.task)})")
         tests.append(
             {
@@ -173,7 +196,7 @@ def gradescope_results(results: Results) -> dict:
                 "max_score": 0 if t.task.bonus else t.points,
                 "status": "passed" if t.status == "passed" else "failed",
                 "output": "\n".join(lines),
-                **({"tags": ["bonus"]} if t.task.bonus else {}),
+                **({"tags": tags} if (tags := task_tags(t)) else {}),
             }
         )
     return {
@@ -189,9 +212,16 @@ def gradescope_results(results: Results) -> dict:
             "fresh_inputs": results.fresh_inputs,
             "bonus": results.bonus,
             "bonus_max": results.bonus_max,
+            "could_not_be_graded": results.void_points,  # points left out of score and max_score: see the tests' tags
+            "spawned_because": results.spawned_because,
             "results": [{**asdict(r), "message": "" if r.hidden else r.message} for t in tasks for r in t.tests],
         },
     }
+
+
+def task_tags(t: TaskResult) -> list[str]:
+    """Gradescope tags of a task's test: bonus, and checks this machine could not grade (for the instructor)."""
+    return ["bonus"] * t.task.bonus + [VOID] * (t.void_points > 0)
 
 
 def write_json(path: Path, data: dict) -> None:

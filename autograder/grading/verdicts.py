@@ -117,6 +117,9 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
         return Verdict("timed out", SKIPPED)
     if fault is Fault.WAITS:
         return _waits(info["task"], f"{info.get('more', '')}: this check runs your whole engine once they all pass")
+    if fault is Fault.TIMED_OUT and info.get("backstop"):  # no CPU-time verdict: the reference answers in time
+        detail = shown(info.get("detail", ""), 300, lines=False)
+        return Verdict("timed out", f"stopped: {detail}. Is it waiting for something that never comes?{at}")
     if fault is Fault.TIMED_OUT:
         doing = f" while importing {info['file']}" if info.get("file") else ""
         return Verdict("timed out", f"stopped after the time limit{doing}: is there an endless loop?{at}")
@@ -156,6 +159,33 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
 
 
 ENDINGS = "sys.exit, os._exit, a crash, or the memory limit?"
+
+
+def may_be_the_machines(exc: BaseException, status: str) -> bool:
+    """Whether a check's failure could come from the machine rather than the code: worth asking the reference.
+
+    Not a stub, a check that waits for another task or was skipped, nor a file that cannot load for what it
+    says (it does not parse, or lacks what the task needs): only the learner's files can do that.
+    """
+    if status in ("passed", "not started"):
+        return False
+    if isinstance(exc, LearnerError):
+        if exc.fault in (Fault.SKIPPED, Fault.WAITS, Fault.BAD_FILE):
+            return False
+        if exc.info.get("load") and exc.info.get("type") in ("SyntaxError", "LearnerCodeError"):
+            return False
+    return True
+
+
+def could_not_grade(fault: str) -> str:
+    """A check the reference fails too, on this machine (`fault`: its verdict's message): what the learner reads."""
+    said = " ".join(line.strip() for line in fault.splitlines() if line.strip())
+    said = "it " + said.removeprefix("your code ") if said.startswith("your code ") else said
+    return (
+        "could not be graded here: the reference solution fails this check on this machine too\n"
+        f"({shown(said, 300, lines=False)}).\nThis is about the machine, not your code: it counts neither as "
+        "earned nor as lost.\nRun `python -m autograder doctor` to see what is wrong."
+    )
 
 
 def _code_problem(problem: str, file: str, detail: str) -> str:
