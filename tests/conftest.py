@@ -77,14 +77,14 @@ def fresh_run(session_tmp) -> GradingRun:
 
 
 @pytest.fixture
-def simulated_gpu():
-    """`simulated_gpu(mode)`: a folder to put on PYTHONPATH that makes this machine's torch behave as a CUDA build
-    with a GPU does (`tests/platforms/gpu`), in `mode`; reachable by the workers at every isolation level."""
+def machine_fault():
+    """`machine_fault(mode)`: a folder to put on PYTHONPATH that gives this machine a fault of a learner's
+    (`tests/platforms/faults`: `gpu`, `gpu-zygote`, ...), reachable by the workers at every isolation level."""
     made = []
 
     def make(mode: str = "") -> Path:
-        folder = Path(tempfile.mkdtemp(prefix="simulated-gpu-"))
-        shutil.copy(REPO / "tests" / "platforms" / "gpu" / "sitecustomize.py", folder)
+        folder = Path(tempfile.mkdtemp(prefix="machine-fault-"))
+        shutil.copy(REPO / "tests" / "platforms" / "faults" / "sitecustomize.py", folder)
         (folder / "mode").write_text(mode)
         for path in (folder, *folder.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)  # a worker at `user` is another user
@@ -94,3 +94,58 @@ def simulated_gpu():
     yield make
     for folder in made:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux, from /proc): only what a test started itself, never another grader's."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+class Starved:
+    """A busy machine, made on purpose: every process below `pid` but `pid` itself is stopped for `stop` seconds
+    of each `period` (SIGSTOP, then SIGCONT), so the grader's workers get that share less of the wall clock
+    whatever the number of cores. Linux only."""
+
+    def __init__(self, pid: int, share: float = 0.2, period: float = 0.25):
+        import threading
+
+        self.pid, self.run, self.stop = pid, period * share, period * (1 - share)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._starve, daemon=True)
+        self.thread.start()
+
+    def _starve(self) -> None:
+        import signal
+
+        while not self.done.wait(self.run):
+            stopped = []
+            for pid in descendants(self.pid):
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+                except OSError:
+                    pass
+            self.done.wait(self.stop)
+            for pid in stopped:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except OSError:
+                    pass
+
+    def end(self) -> None:
+        self.done.set()
+        self.thread.join()

@@ -351,9 +351,9 @@ def test_the_zygote_is_single_threaded_after_its_real_preload():
 
 
 @pytest.mark.skipif(pool.start_method() != "fork", reason="workers fork on Linux only")
-def test_a_zygote_that_ran_autograd_refuses_to_fork_and_the_run_spawns_saying_why(simulated_gpu, monkeypatch):
+def test_a_zygote_that_ran_autograd_refuses_to_fork_and_the_run_spawns_saying_why(machine_fault, monkeypatch):
     """As on a machine with a GPU: autograd's device threads, started in the zygote, break every forked child."""
-    monkeypatch.syspath_prepend(str(simulated_gpu("zygote")))  # the workers' PYTHONPATH is this sys.path
+    monkeypatch.syspath_prepend(str(machine_fault("gpu-zygote")))  # the workers' PYTHONPATH is this sys.path
     workers = pool.Pool("processes", 0, [], "fork")
     try:
         assert backward_in_a_worker(workers)["ok"] == [2.0, 2.0]

@@ -214,7 +214,9 @@ def gradescope_results(results: Results) -> dict:
             "bonus_max": results.bonus_max,
             "could_not_be_graded": results.void_points,  # points left out of score and max_score: see the tests' tags
             "spawned_because": results.spawned_because,
-            "results": [{**asdict(r), "message": "" if r.hidden else r.message} for t in tasks for r in t.tests],
+            "results": [
+                {**asdict(r), "message": "" if r.hidden and r.counted else r.message} for t in tasks for r in t.tests
+            ],
         },
     }
 

@@ -364,7 +364,10 @@ def _preload(names: list[str], warm: bool = True) -> None:
     """
     if "torch" in names:
         os.environ.setdefault("OMP_NUM_THREADS", "1")  # a worker may not start threads (RLIMIT_NPROC)
-        import torch
+        try:
+            import torch
+        except ImportError:  # a broken install: the calls that need torch say so, as the reference's would
+            return
 
         torch.set_num_threads(1)
         torch.set_num_interop_threads(1)
