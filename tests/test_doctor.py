@@ -15,6 +15,7 @@ def test_doctor_finds_nothing_wrong_on_a_working_machine():
     proc = subprocess.run([sys.executable, "-m", "autograder", "doctor"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "a worker starts and answers" in proc.stdout
+    assert "the reference passes real checks (plain, PyTorch with a backward pass, a drawing)" in proc.stdout
     assert "Nothing stops grading here." in proc.stdout
 
 
@@ -84,3 +85,34 @@ def test_as_root_on_linux_the_suite_has_bubblewrap_to_test_the_sandbox_level():
     if sys.platform != "linux" or os.geteuid() != 0:
         pytest.skip("the sandbox level is for a grader that runs as root on Linux")
     assert shutil.which("bwrap"), "install bubblewrap (apt-get install bubblewrap) to test the sandbox level"
+
+
+def doctor_output(env_path) -> subprocess.CompletedProcess:
+    env = {**__import__("os").environ, "PYTHONPATH": str(env_path)}
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", "doctor"], cwd=REPO, capture_output=True, text=True, env=env
+    )
+
+
+def test_doctor_grades_the_reference_for_real_and_names_autograd_after_fork(machine_fault):
+    """A machine where forked workers cannot run autograd (no thread shows it): doctor says what, and the fix."""
+    import pytest
+
+    if pool.start_method() != "fork":
+        pytest.skip("workers fork on Linux only")
+    proc = doctor_output(machine_fault("gpu-unseen"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "PROBLEM  the reference fails a check of task 9.1 here" in proc.stdout
+    assert "autograd's threading in combination with fork-based multiprocessing" in proc.stdout
+    assert "--workers spawn" in proc.stdout
+
+
+def test_doctor_says_why_workers_are_spawned(machine_fault):
+    import pytest
+
+    if pool.start_method() != "fork":
+        pytest.skip("workers fork on Linux only")
+    proc = doctor_output(machine_fault("gpu-zygote"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the reference passes real checks" in proc.stdout
+    assert "workers spawned: the process that forks workers had" in proc.stdout

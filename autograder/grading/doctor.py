@@ -2,9 +2,12 @@
 
 Each check prints one line: `ok`, `note` (works, with something worth
 knowing) or `PROBLEM`, and under a problem the command or step that fixes it.
-The one check that matters most starts a real worker, as `pytest autograder`
-does, and runs a scenario in it: when that fails, the grader cannot grade,
-and the reason is the machine's, never the learner's code.
+The checks that matter most start a real worker, as `pytest autograder`
+does, and run a scenario in it; then grade the reference solution on one real
+check of each kind (plain, PyTorch with a backward pass, a drawing) through
+the grader's own path with its default options: when the reference fails
+there, the grader cannot grade those checks here, and the reason is the
+machine's, never the learner's code.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple, TextIO
 
-from autograder.course.regions import EXERCISES
+from autograder.course.regions import EXERCISES, has_sources
 from autograder.grading import isolation, pool
 from autograder.grading.limits import CHECK_TIMEOUT, MEMORY_LIMIT_MB
 
@@ -87,6 +90,48 @@ def workers_start() -> Finding:
     return Finding("ok", f"a worker starts and answers ({time.monotonic() - started:.2f} s)")
 
 
+# one real check of each kind: plain Python, PyTorch with a backward pass, a drawing
+REAL_CHECKS = {"2.3": "plain", "9.1": "PyTorch with a backward pass", "3.2": "a drawing"}
+AUTOGRAD_AFTER_FORK = "autograd's threading in combination with fork-based multiprocessing"
+
+
+def real_checks() -> Finding:
+    """The reference graded on one real check of each kind, as `pytest autograder` grades, default options."""
+    if not has_sources():
+        return Finding("note", "a student edition has no reference solution: doctor cannot grade one here")
+    from autograder.grading import runner
+
+    started = time.monotonic()
+    try:
+        results = runner.grade("solutions", tasks=list(REAL_CHECKS))
+    except RuntimeError as exc:
+        return Finding(
+            "PROBLEM", "grading could not run", f"{str(exc)[-1500:]}\nreinstall the course: pip install -e ."
+        )
+    kinds = ", ".join(REAL_CHECKS.values())
+    spawned = f"; workers spawned: {results.spawned_because}" if results.spawned_because else ""
+    wrong = [t for t in results.tests if t.status != "passed"]
+    if not wrong:
+        seconds = time.monotonic() - started
+        return Finding("ok", f"the reference passes real checks ({kinds}) in {seconds:.1f} s{spawned}")
+    first = wrong[0]
+    said = " ".join(first.message.split())[:600]
+    return Finding("PROBLEM", f"the reference fails a check of task {first.task} here: {said}", fix_for(said))
+
+
+def fix_for(message: str) -> str:
+    """What to do about a reference that fails here, from what its check said."""
+    if AUTOGRAD_AFTER_FORK in message:
+        return (
+            "this PyTorch cannot run autograd in a forked worker (a CUDA build on a machine with a GPU, once\n"
+            "autograd has run before the fork): grade with `pytest autograder --workers spawn`, or install the\n"
+            "CPU build of torch (see the README's install section)"
+        )
+    if "torch" in message and ("ModuleNotFoundError" in message or "ImportError" in message):
+        return "PyTorch does not import in the grader's workers: reinstall it (see the README's install section)"
+    return "reinstall the course (pip install -e .); if it stays, report it with this output"
+
+
 def graphviz() -> Finding:
     if shutil.which("dot"):
         return Finding("ok", "Graphviz's dot draws the graphs")
@@ -131,6 +176,7 @@ CHECKS: tuple[Callable[[], Finding], ...] = (
     torch_build,
     isolation_level,
     workers_start,
+    real_checks,
     graphviz,
     file_events,
 )
