@@ -317,6 +317,8 @@ def zygote(ctrl_fd: int, preload: list[str]) -> None:
     It forks only while it has a single thread; otherwise it answers the request with why it refuses.
     """
     sandbox.die_with_parent()
+    if os.getppid() == 1:  # its grader ended before it could ask to die with it: nothing will ever close it
+        return
     _preload(preload)
     ctrl = socket.socket(fileno=ctrl_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the workers
