@@ -35,6 +35,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO
+from autograder.grading.limits import ONE_THREAD
 from autograder.grading.results import STATUSES, Results
 from autograder.worker import sandbox
 
@@ -156,6 +157,7 @@ def grade_one(
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
+                    env={**os.environ, **ONE_THREAD},  # graders side by side: no thread pool per core each
                 )
                 _graders.add(proc.pid)
             try:

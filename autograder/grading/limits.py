@@ -7,6 +7,9 @@ KILL_GRACE = 1.0  # seconds past a call's own limit before its worker is killed 
 MEMORY_LIMIT_MB = 4096  # per worker; a worker with torch loaded uses well under 1 GB
 START_UP = 60  # seconds for a grading run to start (imports, workers)
 MAX_SOURCE = 1_000_000  # bytes of one learner file the grader reads
+# One thread per numeric library in every process that runs beside others (workers, a batch's graders): their
+# pools of one thread per core, times many processes, only fight for the cores (and a zygote must not have any).
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def lesson_budget(tests: int, per_check: float = CHECK_TIMEOUT) -> int:

@@ -56,6 +56,7 @@ import time
 from pathlib import Path
 
 from autograder.grading import isolation
+from autograder.grading.limits import ONE_THREAD
 from autograder.worker import wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
@@ -519,7 +520,7 @@ def worker_env() -> dict:
     package_root = str(Path(__file__).resolve().parents[2])
     folders = [package_root, *(p for p in sys.path if p and os.path.isdir(p))]
     path = os.pathsep.join(dict.fromkeys(folders))  # PYTHONPATH's own entries are on sys.path already
-    return {**env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+    return {**env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", **ONE_THREAD}
 
 
 class Zygote:
