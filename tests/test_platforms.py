@@ -76,15 +76,18 @@ def test_an_endless_loop_on_a_simulated_platform_costs_its_own_check(platform, t
 def environment_in(folder: Path) -> str:
     """A virtual environment in `folder` with this course installed, its pure-Python packages its own.
 
-    The big ones (torch, numpy) come from the system's site-packages; graphviz, which lesson 3 imports, is
+    The big ones (torch, numpy) come from the packages of the interpreter running this suite (a maintainer's
+    virtual environment, or the system's), named in a .pth file; graphviz, which lesson 3 imports, is
     installed into the environment, so that a sandbox that hid the folder would show.
     """
-    venv.EnvBuilder(system_site_packages=True, with_pip=False, symlinks=True).create(folder)
+    import site as running
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(folder)
     python = str(folder / "bin" / "python")
     site = probe({}, "import sysconfig; print(sysconfig.get_paths()['purelib'])", python)
     graphviz = Path(__import__("graphviz").__file__).parent
     subprocess.run(["cp", "-r", str(graphviz), site], check=True)
-    (Path(site) / "backprop_course.pth").write_text(str(REPO) + "\n")
+    (Path(site) / "backprop_course.pth").write_text("\n".join([str(REPO), *running.getsitepackages()]) + "\n")
     return python
 
 
