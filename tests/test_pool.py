@@ -132,7 +132,8 @@ def test_a_worker_that_may_have_been_running_ahead_is_not_charged_for_dying():
         ask(worker)
 
 
-def test_a_worker_that_used_its_cpu_time_is_stopped_and_killed():
+def test_a_worker_that_used_its_cpu_time_is_stopped_and_killed(monkeypatch):
+    monkeypatch.setattr(pool, "BACKSTOP", 100.0)  # however busy this machine, the CPU limit comes first
     worker, process = stand_in("spins")
     with pytest.raises(pool.WorkerGone, match=r"did not finish in time \(0\.5 s of CPU time\)") as caught:
         ask(worker, limit=0.5)
@@ -359,5 +360,68 @@ def test_a_zygote_that_ran_autograd_refuses_to_fork_and_the_run_spawns_saying_wh
         assert backward_in_a_worker(workers)["ok"] == [2.0, 2.0]
         assert workers.start == "spawn"
         assert "threads after importing torch" in workers.spawned_because
+    finally:
+        workers.close()
+
+
+PROBE = "def probe(impl, x):\n    return x + 1\n"
+
+
+def probe_call(workers: pool.Pool, task: str) -> dict:
+    setup = {**SETUP, "task": task, "learner": {}, "reference": None, "scenarios": {}}
+    if task not in workers.workers:
+        workers.prepare(task, setup)
+    request = {"op": "run", "file": "probe", "name": "probe", "args": [41], "kwargs": {}, "source": PROBE}
+    return workers.call(task, {**request, "timeout": 30}, 31)
+
+
+@pytest.mark.parametrize("how", ["fork", "spawn", "loopback"])
+def test_each_launcher_starts_a_worker_that_answers_and_is_gone_at_the_end(how):
+    if how == "fork" and pool.start_method() != "fork":
+        pytest.skip("workers fork on Linux only")
+    if how == "spawn" and not pool.POSIX_SOCKETS:
+        pytest.skip("a socket is inherited on POSIX only")
+    workers = pool.Pool("processes", 0, [], "fork" if how == "fork" else "spawn")
+    if how == "loopback":  # Windows' way, which works anywhere
+        workers.launcher = pool.LoopbackLauncher(workers.options, workers._cwd)
+    try:
+        assert probe_call(workers, "0.1")["ok"] == 42
+        assert probe_call(workers, "0.2")["ok"] == 42
+        pids = [worker.pid for worker in workers._all]
+        assert len(set(pids)) == 2  # a worker per task
+    finally:
+        workers.close()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.skipif(pool.start_method() != "fork", reason="workers fork on Linux only")
+def test_a_zygote_that_died_after_forking_is_started_again_once():
+    workers = pool.Pool("processes", 0, [], "fork")
+    try:
+        assert probe_call(workers, "0.1")["ok"] == 42
+        zygote = workers._zygotes.get(())
+        zygote.process.kill()
+        zygote.process.wait()
+        zygote.process.poll = lambda: None  # it looks alive: only its next fork can tell
+        assert probe_call(workers, "0.2")["ok"] == 42
+        assert workers._zygotes.get(()) is not zygote
+        assert workers.start == "fork"
+    finally:
+        workers.close()
+
+
+@pytest.mark.skipif(pool.start_method() != "fork", reason="workers fork on Linux only")
+def test_a_zygote_that_never_forked_is_not_tried_again():
+    """Its first fork failed: the machine's problem (a broken install), said once, not retried for ever."""
+    workers = pool.Pool("processes", 0, [], "fork")
+    try:
+        zygote = workers._zygotes.get(())
+        zygote.process.kill()
+        zygote.process.wait()
+        zygote.process.poll = lambda: None
+        with pytest.raises(pool.StartFailed):
+            probe_call(workers, "0.1")
     finally:
         workers.close()

@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 
 from autograder.course.regions import REPO, SOLUTIONS
-from autograder.worker.wire import PROCESSES
+from autograder.worker.wire import Level
 
 CACHE = REPO / ".cache"
 ROOT = CACHE / "grading"
@@ -113,7 +113,7 @@ class GradingCache:
     """The call plans and reference answers of this course's current fingerprint, for one isolation level."""
 
     def __init__(self, level: str, root: Path = ROOT):
-        self.on_disk = level != PROCESSES  # only there could learner code have written the files
+        self.on_disk = Level(level).trusted_cache  # elsewhere learner code could have written the files
         self.folder = root / fingerprint()
 
     def load(self, what: str) -> dict:

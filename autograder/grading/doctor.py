@@ -25,6 +25,7 @@ from typing import NamedTuple, TextIO
 from autograder.course.regions import EXERCISES, has_sources
 from autograder.grading import isolation, pool
 from autograder.grading.limits import CHECK_TIMEOUT, MEMORY_LIMIT_MB
+from autograder.worker.wire import LEVELS
 
 
 class Finding(NamedTuple):
@@ -57,12 +58,12 @@ def torch_build() -> Finding:
 
 def isolation_level() -> Finding:
     level, start = isolation.best_level(), pool.start_method()
-    weaker = [f"{name}: {why}" for name in ("sandbox", "user") if (why := isolation.why_not(name))]
+    stronger = [f"{better}: {why}" for better in LEVELS[: LEVELS.index(level)] if (why := isolation.why_not(better))]
     detail = f"workers are {'forked' if start == 'fork' else 'spawned'}; isolation level {level}"
-    if level == "processes":
-        return Finding("note", detail, "your own runs give feedback; " + "; ".join(weaker))
-    if level == "user":  # root, without the sandbox: bubblewrap missing, or namespaces forbidden (a container)
-        return Finding("note", detail, weaker[0])
+    if not level.own_user:
+        return Finding("note", detail, "your own runs give feedback; " + "; ".join(stronger))
+    if stronger:  # root, without the sandbox: bubblewrap missing, or namespaces forbidden (a container)
+        return Finding("note", detail, stronger[0])
     if not isolation.can_forbid_user_namespaces():
         return Finding("note", f"{detail}; workers can make user namespaces", "install libseccomp (libseccomp2)")
     return Finding("ok", detail)

@@ -11,29 +11,28 @@ import os
 import sys
 
 from autograder.worker import sandbox
-from autograder.worker.wire import LEVELS, PROCESSES, SANDBOX, USER
+from autograder.worker.wire import LEVELS, Level
 
 _bubblewrap_says: str | None = None  # why `sandbox_command` fails here ('' if it works), once per process
 
 
-def best_level() -> str:
+def best_level() -> Level:
     """The strongest level this process can set up."""
     return next(level for level in LEVELS if not why_not(level))
 
 
-def why_not(level: str) -> str:
-    """Why this machine cannot give `level` ('' if it can)."""
-    if level == PROCESSES:
-        return ""
-    if sys.platform != "linux" or getattr(os, "geteuid", lambda: -1)() != 0:
+def why_not(level: Level | str) -> str:
+    """Why this machine cannot give `level` ('' if it can): root where it needs it, and the level's own probe."""
+    level = Level(level)
+    if level.needs_root and (sys.platform != "linux" or getattr(os, "geteuid", lambda: -1)() != 0):
         return "it needs root on Linux"
-    if level == SANDBOX:
-        return _why_no_bubblewrap()
-    if level == USER:
-        closed = sorted({a for p in sandbox.interpreter_paths() if (a := blocking_ancestor(p))})
-        if closed:  # without a mount namespace, another user cannot reach Python there
-            return f"Python lives under {closed[0]}, which other users may not enter"
-    return ""
+    return PROBES[level]()
+
+
+def _why_python_unreachable() -> str:
+    """`user`: without a mount namespace, the worker's own user must be able to reach Python where it lives."""
+    closed = sorted({a for p in sandbox.interpreter_paths() if (a := blocking_ancestor(p))})
+    return f"Python lives under {closed[0]}, which other users may not enter" if closed else ""
 
 
 def blocking_ancestor(path: str) -> str | None:
@@ -46,14 +45,14 @@ def blocking_ancestor(path: str) -> str | None:
     return None
 
 
-def level_for(requested: str) -> str:
+def level_for(requested: str) -> Level:
     """The isolation level to use: the best this process can set up, unless a weaker one is asked for."""
     if requested == "auto":
         return best_level()
     reason = why_not(requested)
     if reason:
         raise RuntimeError(f"--isolation {requested} is not possible here: {reason}")
-    return requested
+    return Level(requested)
 
 
 def can_forbid_user_namespaces() -> bool:
@@ -230,3 +229,7 @@ def _why_no_bubblewrap() -> str:
                 ok, said = False, str(exc)
             _bubblewrap_says = "" if ok else f"bubblewrap cannot make its sandbox here (a container's default): {said}"
     return _bubblewrap_says
+
+
+# What each level needs of this machine beyond root (`why_not`): a new level adds its probe here.
+PROBES = {Level.SANDBOX: _why_no_bubblewrap, Level.USER: _why_python_unreachable, Level.PROCESSES: lambda: ""}

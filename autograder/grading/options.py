@@ -40,7 +40,7 @@ MEMORY_LIMIT = Option(
 ISOLATION = Option(
     "--isolation",
     dict(
-        choices=("auto", *LEVELS),
+        choices=("auto", *map(str, LEVELS)),
         default="auto",
         help="how the graded code is shut in (default: the best this system allows; see the README)",
     ),

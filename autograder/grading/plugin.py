@@ -56,7 +56,7 @@ from autograder.grading.results import VOID, Results, TestResult
 from autograder.grading.verdicts import LOST, Fault, LearnerError
 from autograder.kit.checks import GraphsDiffer
 from autograder.worker.scenario import SCENARIO_FLAG
-from autograder.worker.wire import PROCESSES, to_plain
+from autograder.worker.wire import to_plain
 
 GRADER = pytest.StashKey["Grader"]()
 ZYGOTES = pytest.StashKey[pool.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
@@ -232,7 +232,7 @@ class Grader:
         if self.config.getoption("draw"):  # made now, so that it can be hidden from the learner's code like the rest
             Path(self.config.getoption("draw")).mkdir(parents=True, exist_ok=True)
             hidden.append(self.config.getoption("draw"))
-        cgroup = isolation.memory_cgroup() if self.level != PROCESSES and self.memory_mb else None
+        cgroup = isolation.memory_cgroup() if self.level.needs_root and self.memory_mb else None
         limit = "cgroup" if cgroup else "address space (RLIMIT_AS)" if sys.platform == "linux" else "none"
         self.results.memory_limit = limit if self.memory_mb else "none"
         return pool.Pool(self.level, self.memory_mb, hidden, self.start_method, self.zygotes, cgroup)

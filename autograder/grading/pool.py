@@ -663,8 +663,124 @@ class Listener:
         self.server.close()
 
 
+class ForkLauncher:
+    """Linux: a zygote per set of preloaded modules forks the worker (`python -m autograder.worker zygote`).
+
+    The grader makes the worker's socket pair and passes one end through the zygote, so it holds its end from the
+    start. A worker whose zygote had forked before may find it dead (killed by a worker, say): `retry` says so.
+    """
+
+    name = "fork"
+
+    def __init__(self, zygotes: Zygotes, sandbox: tuple[str, ...], options: dict):
+        self.zygotes, self.sandbox, self.options = zygotes, sandbox, options
+
+    def launch(self, task: str, preload: tuple[str, ...], setup: dict, planned: int, nice: int = 0) -> Worker:
+        zygote = self.zygotes.get(preload, self.sandbox)
+        worker = Worker(task, planned, log=zygote.log, own_log=False)
+        worker.relaunch, worker.retry = (preload, setup, planned), zygote.forked > 0
+        zygote.forked += 1
+        worker.attach(zygote.fork(self.options), wire.encode({**setup, "nice": nice}))  # it lowers itself
+        return worker
+
+    def relaunch(self, worker: Worker) -> Worker:
+        """The worker again, once, from a fresh zygote: its own did not fork it."""
+        self.zygotes.discard(worker.relaunch[0], self.sandbox)
+        fresh = self.launch(worker.task, *worker.relaunch)
+        fresh.retry = False
+        return fresh
+
+    def close(self) -> None:
+        pass  # the zygotes are the pool's, or its caller's
+
+
+class SpawnLauncher:
+    """POSIX (macOS, and Linux with `--workers spawn`): a fresh interpreter per worker, on a socket it inherits
+    (`python -m autograder.worker spawn FD`), in a process group of its own."""
+
+    name = "spawn"
+
+    def __init__(self, sandbox: tuple[str, ...], options: dict, cwd: str):
+        self.sandbox, self.options, self.cwd = sandbox, options, cwd
+
+    def launch(self, task: str, preload: tuple[str, ...], setup: dict, planned: int, nice: int = 0) -> Worker:
+        first_frames = wire.encode({**self.options, "preload": list(preload)}) + wire.encode(setup)
+        log = tempfile.TemporaryFile()  # its own errors until it is up; then its stderr goes to /dev/null
+        grader_end, worker_end = socket.socketpair()
+        process = subprocess.Popen(
+            [*self.sandbox, *python(), "spawn", str(worker_end.fileno()), "--nice", str(nice)],
+            pass_fds=(worker_end.fileno(),),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group, killed with it
+            cwd=self.cwd,
+            env=worker_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        worker_end.close()
+        worker = Worker(task, planned, log, process)
+        worker.attach(grader_end, first_frames)
+        return worker
+
+    def close(self) -> None:
+        pass
+
+
+class LoopbackLauncher:
+    """Windows, which cannot hand a socket to a child on its command line: a fresh interpreter per worker that reads
+    a token from stdin and connects back over the loopback (`python -m autograder.worker connect PORT`)."""
+
+    name = "spawn"
+
+    def __init__(self, options: dict, cwd: str):
+        self.options, self.cwd = options, cwd
+        self.listener: Listener | None = None
+
+    def launch(self, task: str, preload: tuple[str, ...], setup: dict, planned: int, nice: int = 0) -> Worker:
+        first_frames = wire.encode({**self.options, "preload": list(preload)}) + wire.encode(setup)
+        if self.listener is None:
+            self.listener = Listener()
+        token = secrets.token_hex(16).encode()
+        log = tempfile.TemporaryFile()
+        process = subprocess.Popen(
+            [*python(), "connect", str(self.listener.port), "--nice", str(nice)],
+            stdin=subprocess.PIPE,
+            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
+            cwd=self.cwd,
+            env=worker_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        try:
+            process.stdin.write(token + b"\n")
+            process.stdin.close()
+        except OSError:
+            pass  # it died at once: waiting for it says so
+        worker = Worker(task, planned, log, process)
+        listener = self.listener
+
+        def connect(deadline: float) -> tuple[socket.socket, bytes]:
+            try:
+                return listener.wait_for(token, deadline), first_frames
+            except TimeoutError:
+                said = _tail(log)
+                worker.kill()
+                raise StartFailed(f"its worker for task {task} never connected: {said}") from None
+
+        worker.connect = connect
+        return worker
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+
+
 class Pool:
-    """The workers of one grading run: one per task, started early, each called synchronously."""
+    """The workers of one grading run: one per task, started early, each called synchronously.
+
+    Workers start through the launcher of the start method (`ForkLauncher`, `SpawnLauncher`, `LoopbackLauncher`);
+    a zygote that refuses to fork turns the pool to spawning, for good.
+    """
 
     def __init__(
         self,
@@ -676,34 +792,49 @@ class Pool:
         cgroup: str | None = None,
     ):
         # `cgroup`: the run's memory cgroup (`isolation.memory_cgroup`), under which each worker makes its own
-        self.options = {"level": level, "memory_mb": memory_mb, "cgroup": cgroup}
+        self.options = {"level": wire.Level(level), "memory_mb": memory_mb, "cgroup": cgroup}
         # `sandbox`: every worker process starts inside bubblewrap, which shows it nothing of `hidden`
-        self.sandbox = tuple(isolation.sandbox_command(hidden, cgroup)) if level == wire.SANDBOX else ()
-        self.start = start_method(start)
+        self.sandbox = tuple(isolation.sandbox_command(hidden, cgroup)) if wire.Level(level).namespaces else ()
         self.spawned_because = ""  # why a run that would fork spawns its workers (its zygote had threads)
         self.workers: dict[str, Worker] = {}
         self._all: list[Worker] = []
         self._own_zygotes = zygotes is None  # a shared set outlives the run: its caller closes it
         self._zygotes = Zygotes() if zygotes is None else zygotes
-        if self.start == "fork" and self._zygotes.refused:
-            self.start, self.spawned_because = "spawn", self._zygotes.refused
-        self._listener: Listener | None = None
         self._cwd = tempfile.mkdtemp(prefix="autograder-worker-")
+        self.launcher = ForkLauncher(self._zygotes, self.sandbox, self.options)
+        if start_method(start) == "spawn" or self._zygotes.refused:
+            self.spawn_instead(self._zygotes.refused)
         self._planned = 0  # workers given a plan so far
         self._cores = max(1, os.cpu_count() or 1)
+
+    @property
+    def start(self) -> str:
+        """How this run's workers start now: "fork" or "spawn"."""
+        return self.launcher.name
+
+    def spawn_instead(self, because: str = "") -> None:
+        """From now on, spawn workers (on an inherited socket where the system can pass one, else the loopback)."""
+        self.spawned_because = self._zygotes.refused = because
+        if POSIX_SOCKETS:
+            self.launcher = SpawnLauncher(self.sandbox, self.options, self._cwd)
+        else:
+            self.launcher = LoopbackLauncher(self.options, self._cwd)
 
     def prepare(self, task: str, setup: dict, preload: tuple[str, ...] = (), plan: list[dict] = ()) -> None:
         """Start the task's worker now, with its setup and the calls it may run ahead (`plan`)."""
         nice = 0
         if plan:  # runs ahead in the order the run will ask, behind the grader's own work: one tier per core
             nice, self._planned = min(19, 1 + self._planned // self._cores), self._planned + 1
-        worker = self._launch(task, preload, {**setup, "plan": list(plan)}, len(plan), nice)
-        if task in self.workers:
+        worker = self.launcher.launch(task, preload, {**setup, "plan": list(plan)}, len(plan), nice)
+        self._keep(task, worker)
+        for other in self._all:  # room in their sockets now: the setups that did not fit go on
+            other.flush(wait=False)
+
+    def _keep(self, task: str, worker: Worker) -> None:
+        if task in self.workers and self.workers[task] is not worker:
             self.workers[task].kill()
         self.workers[task] = worker
         self._all.append(worker)
-        for other in self._all:  # room in their sockets now: the setups that did not fit go on
-            other.flush(wait=False)
 
     def call(self, task: str, request: dict, limit: float) -> dict:
         worker = self.workers[task]
@@ -711,17 +842,13 @@ class Pool:
             return worker.call(request, limit)
         except ForkRefused as exc:  # its zygote has threads: this worker and every later one are spawned
             if self.start == "fork":
-                self.start = "spawn"
-                self.spawned_because = self._zygotes.refused = str(exc)
+                self.spawn_instead(str(exc))
+            fresh = self.launcher.launch(task, *worker.relaunch)
         except StartFailed:
             if not worker.retry:
                 raise
-            # a zygote that forked before may have been killed since (by a worker, say): one fresh try
-            self._zygotes.discard(worker.relaunch[0], self.sandbox)
-        fresh = self._launch(task, *worker.relaunch)
-        fresh.retry = False
-        self.workers[task] = fresh
-        self._all.append(fresh)
+            fresh = self.launcher.relaunch(worker)  # its zygote may have been killed since it last forked
+        self._keep(task, fresh)
         return fresh.call(request, limit)
 
     def ended(self, task: str) -> bool:
@@ -732,61 +859,6 @@ class Pool:
         if task in self.workers:
             self.workers[task].kill()
 
-    def _launch(self, task: str, preload: tuple[str, ...], setup: dict, planned: int, nice: int = 0) -> Worker:
-        """Start the task's worker; `nice` is how far behind the grader it runs (a forked one lowers itself)."""
-        if self.start == "fork":
-            zygote = self._zygotes.get(preload, self.sandbox)
-            worker = Worker(task, planned, log=zygote.log, own_log=False)
-            worker.relaunch, worker.retry = (preload, setup, planned), zygote.forked > 0
-            zygote.forked += 1
-            worker.attach(zygote.fork(self.options), wire.encode({**setup, "nice": nice}))
-            return worker
-        setup = wire.encode(setup)  # a spawned worker is started behind the grader (`--nice`)
-        options = wire.encode({**self.options, "preload": list(preload)})
-        log = tempfile.TemporaryFile()  # its own errors until it is up; then its stderr goes to /dev/null
-        common = dict(cwd=self._cwd, env=worker_env(), stdout=subprocess.DEVNULL, stderr=log)
-        if POSIX_SOCKETS:
-            grader_end, worker_end = socket.socketpair()
-            process = subprocess.Popen(
-                [*self.sandbox, *python(), "spawn", str(worker_end.fileno()), "--nice", str(nice)],
-                pass_fds=(worker_end.fileno(),),
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # its own process group, killed with it
-                **common,
-            )
-            worker_end.close()
-            worker = Worker(task, planned, log, process)
-            worker.attach(grader_end, options + setup)
-            return worker
-        if self._listener is None:
-            self._listener = Listener()
-        token = secrets.token_hex(16).encode()
-        flags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        process = subprocess.Popen(
-            [*python(), "connect", str(self._listener.port), "--nice", str(nice)],
-            stdin=subprocess.PIPE,
-            creationflags=flags,
-            **common,
-        )
-        try:
-            process.stdin.write(token + b"\n")
-            process.stdin.close()
-        except OSError:
-            pass  # it died at once: waiting for it says so
-        worker = Worker(task, planned, log, process)
-        listener = self._listener
-
-        def connect(deadline: float) -> tuple[socket.socket, bytes]:
-            try:
-                return listener.wait_for(token, deadline), options + setup
-            except TimeoutError:
-                said = _tail(log)
-                worker.kill()
-                raise StartFailed(f"its worker for task {task} never connected: {said}") from None
-
-        worker.connect = connect
-        return worker
-
     def close(self) -> None:
         """Kill every worker of the run, and the zygotes unless they are shared; return when they are all gone."""
         end = time.monotonic() + 2.0  # workers that have not greeted yet have run no learner code: a short wait
@@ -794,8 +866,7 @@ class Pool:
             worker.finish(end)
         if self._own_zygotes:
             self._zygotes.close()
-        if self._listener is not None:
-            self._listener.close()
+        self.launcher.close()
         isolation.remove_cgroup(self.options["cgroup"])  # its workers are gone: their cgroups are empty
         try:
             os.rmdir(self._cwd)

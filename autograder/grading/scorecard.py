@@ -8,6 +8,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.grading.results import SYMBOL, VOID, Results, TaskResult, TestResult
+from autograder.worker.wire import Level
 
 
 def page_link(task_id: str) -> str:
@@ -66,7 +67,7 @@ def scorecard(
         out.append(f"Each visible check was also asked on numbers drawn for this run (seed {fresh_inputs}).")
     if isolation:
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
-        if isolation != "sandbox":  # what this level cannot promise (the README's isolation table)
+        if Level(isolation).feedback_only:  # what this level cannot promise (the README's isolation table)
             out.append("This is feedback: at this level your code could change files of the grader's, so the")
             out.append("grade that counts comes from a sandboxed run (Gradescope, or a batch run as root).")
     out.append("")

@@ -264,11 +264,11 @@ def run_worker(sock: socket.socket, options: dict) -> None:
     """In a freshly forked (or spawned) process: greet, shut in, then serve until the grader hangs up. Never returns."""
     code, worker = 0, None
     try:
-        level = options["level"]
+        level = wire.Level(options["level"])
         uid = sandbox.FIRST_SANDBOX_UID + os.getpid()  # unique: taken before the worker is PID 1 of a namespace
         if hasattr(signal, "SIGCHLD"):
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        if level == wire.SANDBOX:
+        if level.namespaces:
             sandbox.enter_namespaces()
             greeted_r, greeted_w = os.pipe()
             child = os.fork()
@@ -282,7 +282,7 @@ def run_worker(sock: socket.socket, options: dict) -> None:
             os.close(greeted_r)
             os.close(greeted_w)
         else:  # `user` cannot start processes: its pid is its whole tree; `processes` has a group of its own
-            wire.send(sock, {"pid": os.getpid(), "group": level == wire.PROCESSES and sandbox.HAS_GROUPS})
+            wire.send(sock, {"pid": os.getpid(), "group": level.process_group and sandbox.HAS_GROUPS})
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # C-level printing goes nowhere; Python-level printing is captured per call

@@ -38,7 +38,7 @@ import os
 import signal
 import sys
 
-from autograder.worker.wire import PROCESSES, SANDBOX, USER
+from autograder.worker.wire import Level
 
 LINUX = sys.platform == "linux"
 HAS_GROUPS = hasattr(os, "setpgid") and hasattr(os, "killpg")  # POSIX process groups (not Windows)
@@ -77,24 +77,24 @@ def enter_namespaces() -> None:
     _check(libc().unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
 
 
-def shut_in(level: str, memory_mb: int, uid: int, file_mb: int = 16, cgroup: str | None = None) -> None:
+def shut_in(level: Level, memory_mb: int, uid: int, file_mb: int = 16, cgroup: str | None = None) -> None:
     """In the worker, before any learner code: apply the level's walls. Irreversible."""
     die_with_parent()
     if cgroup and memory_mb:  # a memory limit that counts everything: memfd and tmpfs files too
         join_memory_cgroup(cgroup, f"w{uid}", memory_mb)
-    if level == SANDBOX:
+    if level.namespaces:
         _private_mounts(cgroup)
-    elif level == PROCESSES and HAS_GROUPS and os.getpgid(0) != os.getpid():
+    elif level.process_group and HAS_GROUPS and os.getpgid(0) != os.getpid():
         os.setpgid(0, 0)  # a group of its own, killed with the check (a spawned worker leads one already)
     _limits(level, memory_mb, file_mb)
-    if level in (SANDBOX, USER):
+    if level.own_user:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         forbid_user_namespaces()
     # a folder it may not write to: its own /tmp at `sandbox`; at `user` there may be no folder it can write at all
-    os.chdir("/tmp" if level == SANDBOX else "/" if level == USER else _scratch())
+    os.chdir("/tmp" if level.namespaces else "/" if level.own_user else _scratch())
 
 
 def forbid_user_namespaces() -> bool:
@@ -167,7 +167,7 @@ def _scratch() -> str:
     return tempfile.gettempdir()
 
 
-def _limits(level: str, memory_mb: int, file_mb: int) -> None:
+def _limits(level: Level, memory_mb: int, file_mb: int) -> None:
     try:
         import resource
     except ImportError:  # Windows: the grader's deadline is the only limit
@@ -178,7 +178,7 @@ def _limits(level: str, memory_mb: int, file_mb: int) -> None:
     for name, value in (("RLIMIT_CORE", 0), ("RLIMIT_FSIZE", file_mb << 20)):
         if hasattr(resource, name):
             resource.setrlimit(getattr(resource, name), (value, value))
-    if level in (SANDBOX, USER):
+    if level.own_user:
         resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
 
 

@@ -11,6 +11,7 @@ only (Windows cannot `os.read` a socket).
 
 from __future__ import annotations
 
+import enum
 import json
 import socket
 import struct
@@ -26,9 +27,49 @@ MAX_INT_BITS = 1330  # about 400 decimal digits
 _NUMBERS = {int, float}
 HEADER = struct.Struct("!I")
 
-# The isolation levels, strongest first: the trusted side picks one (`grading.isolation`), the worker applies it.
-SANDBOX, USER, PROCESSES = "sandbox", "user", "processes"
-LEVELS = (SANDBOX, USER, PROCESSES)
+
+class Level(enum.StrEnum):
+    """An isolation level, and what it gives the worker; strongest first.
+
+    The trusted side picks one (`grading.isolation`: which this machine allows, and why not the others); the
+    worker applies it (`sandbox.shut_in`). A level is the string it is named by, on the command line and on
+    the wire. What each member carries:
+
+    - `namespaces`: the worker starts inside bubblewrap and makes its own PID, mount, network and IPC
+      namespaces (the `sandbox` level); the grader's files are not there at all;
+    - `own_user`: the worker becomes a user of its own, with no capabilities and no new processes or threads:
+      it cannot write the grader's files, so the grader may keep what it computed on disk (`trusted_cache`),
+      and it needs root;
+    - `process_group`: the worker leads a process group of its own, killed with the check (where the worker
+      runs as the learner's user, and processes are the only walls);
+    - `feedback_only`: the learner's code could still change the grader's files or others': the grade that
+      counts comes from a stronger level.
+    """
+
+    def __new__(cls, name: str, namespaces: bool, own_user: bool, process_group: bool, feedback_only: bool):
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.namespaces, member.own_user = namespaces, own_user
+        member.process_group, member.feedback_only = process_group, feedback_only
+        return member
+
+    # name, then: namespaces, own_user, process_group, feedback_only
+    SANDBOX = "sandbox", True, True, False, False
+    USER = "user", False, True, False, True
+    PROCESSES = "processes", False, False, True, True
+
+    @property
+    def needs_root(self) -> bool:
+        return self.own_user
+
+    @property
+    def trusted_cache(self) -> bool:
+        """Files the grader writes can be trusted after the run: no learner code could write them."""
+        return self.own_user
+
+
+SANDBOX, USER, PROCESSES = Level.SANDBOX, Level.USER, Level.PROCESSES
+LEVELS = tuple(Level)
 REFUSED = "refused"  # a zygote's first frame instead of a worker's greeting: why it will not fork (the grader spawns)
 
 
