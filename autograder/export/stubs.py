@@ -17,7 +17,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import EXERCISES, SOLUTIONS, edition_manifest, has_sources, parse, solution_files
-from autograder.worker.main import stub_message
+from autograder.worker.wire import stub_message
 
 MANIFEST = ".sync-manifest.json"
 

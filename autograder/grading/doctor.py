@@ -25,6 +25,7 @@ from typing import NamedTuple, TextIO
 from autograder.course.regions import EXERCISES, has_sources
 from autograder.grading import isolation, pool
 from autograder.grading.limits import CHECK_TIMEOUT, MEMORY_LIMIT_MB
+from autograder.worker import wire
 from autograder.worker.wire import LEVELS
 
 
@@ -76,12 +77,11 @@ def workers_start() -> Finding:
     """Start one worker as a grading run does, and have it run a scenario."""
     level = isolation.best_level()
     workers = pool.Pool(level, MEMORY_LIMIT_MB, [], pool.start_method())
-    setup = {"op": "setup", "task": "0.0", "module": "probe", "owners": [], "prerequisite_owners": []}
-    request = {"op": "run", "file": "probe", "name": "probe", "args": [], "kwargs": {}, "source": PROBE}
     started = time.monotonic()
     try:
-        workers.prepare("0.0", {**setup, "learner": {}, "reference": None, "scenarios": {}})
-        answer = workers.call("0.0", {**request, "timeout": CHECK_TIMEOUT}, CHECK_TIMEOUT + 1)
+        workers.prepare("0.0", wire.setup("0.0", "probe", [], [], learner={}, reference=None, scenarios={}))
+        request = wire.run("probe", "probe", [], {}, CHECK_TIMEOUT, source=PROBE)
+        answer = workers.call("0.0", request, CHECK_TIMEOUT + 1)
     except (pool.StartFailed, pool.WorkerGone, OSError) as exc:
         return Finding("PROBLEM", "a worker process could not run", f"{exc}\nreinstall the course: pip install -e .")
     finally:

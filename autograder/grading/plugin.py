@@ -55,8 +55,9 @@ from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
 from autograder.grading.results import VOID, Results, TestResult
 from autograder.grading.verdicts import LOST, Fault, LearnerError
 from autograder.kit.checks import GraphsDiffer
+from autograder.worker import wire
 from autograder.worker.scenario import SCENARIO_FLAG
-from autograder.worker.wire import to_plain
+from autograder.worker.wire import ErrorKind, to_plain
 
 GRADER = pytest.StashKey["Grader"]()
 ZYGOTES = pytest.StashKey[pool.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
@@ -183,16 +184,15 @@ class Grader:
     def setup_for(self, task_id: str) -> dict:
         module = module_of(task_id)
         whole = not has_sources() or bool(registry.task(task_id).runs_whole)  # no reference underneath
-        return {
-            "op": "setup",
-            "task": task_id,
-            "module": module,
-            "owners": sorted(owners_of(task_id)),
-            "prerequisite_owners": sorted(prerequisite_owners(task_id)),
-            "learner": self.learner_sources(learner_files(task_id)),
-            "reference": None if whole else reference_for(task_id),
-            "scenarios": {name: scenario_source(name) for name in lesson_modules(task_id)},
-        }
+        return wire.setup(
+            task_id,
+            module,
+            sorted(owners_of(task_id)),
+            sorted(prerequisite_owners(task_id)),
+            learner=self.learner_sources(learner_files(task_id)),
+            reference=None if whole else reference_for(task_id),
+            scenarios={name: scenario_source(name) for name in lesson_modules(task_id)},
+        )
 
     def start_workers(self) -> None:
         self.workers = self.new_pool()
@@ -248,14 +248,12 @@ class Grader:
         self.workers.prepare(task_id, self.setup_for(task_id), preload_for(task_id), planned)
 
     def load_request(self) -> dict:
-        return {"op": "load", "timeout": self.timeout}
+        return wire.load(self.timeout)
 
     def run_request(self, task_id: str, file: str, name: str, args: list, kwargs: dict) -> dict:
         """Run scenario `name` of test file `file`; its source goes along unless the task's setup had it."""
-        request = {"op": "run", "file": file, "name": name, "args": list(args), "kwargs": kwargs}
-        if file not in lesson_modules(task_id):
-            request["source"] = scenario_source(file)
-        return {**request, "timeout": self.timeout}
+        source = None if file in lesson_modules(task_id) else scenario_source(file)
+        return wire.run(file, name, args, kwargs, self.timeout, source)
 
     def call_plans(self) -> dict[str, list[dict]]:
         """The calls each task's checks made in earlier runs of these test files (read from disk where safe)."""
@@ -394,7 +392,7 @@ class Grader:
     def _fault(self, task_id: str, reply: dict, load: bool = False) -> LearnerError:
         """What a worker's error answer means: its code timed out (the worker's alarm) or raised."""
         info = {**reply["error"], "load": True} if load else reply["error"]
-        if info.get("type") == "timed out":  # the worker's word, trusted only to cost its own task its checks
+        if info["kind"] == ErrorKind.TIMED_OUT:  # the worker's word, trusted only to cost its own task its checks
             self.timed_out.add(task_id)
             return LearnerError(Fault.TIMED_OUT, info)
         return LearnerError(Fault.RAISED, info, reply.get("output", ""))

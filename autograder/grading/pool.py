@@ -60,7 +60,7 @@ from autograder.grading.limits import ONE_THREAD
 from autograder.worker import wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
-BACKSTOP = 5.0  # a call's wall-clock limit, in multiples of its CPU-time limit
+BACKSTOP = 10.0  # a call's wall-clock limit, in multiples of its CPU-time limit
 DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
 STACK_LINE = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$', re.MULTILINE)
 POSIX_SOCKETS = os.name == "posix" and importlib.util.find_spec("fcntl") is not None  # a child can inherit one
@@ -270,7 +270,7 @@ class Worker:
         except wire.WireError as exc:
             self.kill()
             raise WorkerGone(Lost.GARBLED, str(exc)) from None
-        if "error" in answer and answer["error"]["type"] == "timed out":
+        if "error" in answer and answer["error"]["kind"] == wire.ErrorKind.TIMED_OUT:
             self.kill()  # its task's later checks are skipped: nothing more to run here
         return answer
 

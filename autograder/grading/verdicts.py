@@ -20,6 +20,7 @@ from autograder.course.regions import tasks_of_scope
 from autograder.grading.pool import Lost
 from autograder.grading.results import SKIPPED
 from autograder.kit.checks import CheckFailed, WaitsFor
+from autograder.worker.wire import ErrorKind, Problem
 
 MAX_MESSAGE = 5000  # characters of one check's message
 MAX_NAME = 100  # characters of an exception's type name, a file name, a function name
@@ -107,7 +108,8 @@ def _classify(exc: BaseException, task_id: str) -> Verdict:
 
 
 def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verdict:
-    kind = shown(info.get("type", ""), MAX_NAME, lines=False)
+    # the class of what the learner's code raised, or what else the worker reports (an answer too large, ...)
+    kind = shown(info.get("exception") or info.get("kind", ""), MAX_NAME, lines=False)
     message = shown(info.get("message", ""), 2000, lines=False)
     where = shown(info.get("where", ""), 300, lines=False)
     at = f"\nwhere:    {where}" if where else ""
@@ -143,7 +145,7 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
             return _waits(other, ", which this check runs through")
         return Verdict("not started", "the stub still raises NotImplementedError")
     if info.get("load"):
-        if kind == "LearnerCodeError":
+        if info.get("kind") == ErrorKind.CANNOT_MAKE:
             return Verdict("error", _code_problem(info.get("problem", ""), where, message))
         if kind == "SyntaxError":
             return Verdict("error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)")
@@ -172,7 +174,9 @@ def may_be_the_machines(exc: BaseException, status: str) -> bool:
     if isinstance(exc, LearnerError):
         if exc.fault in (Fault.SKIPPED, Fault.WAITS, Fault.BAD_FILE):
             return False
-        if exc.info.get("load") and exc.info.get("type") in ("SyntaxError", "LearnerCodeError"):
+        if exc.info.get("load") and (
+            exc.info.get("kind") == ErrorKind.CANNOT_MAKE or exc.info.get("exception") == "SyntaxError"
+        ):
             return False
     return True
 
@@ -190,11 +194,11 @@ def could_not_grade(fault: str) -> str:
 
 def _code_problem(problem: str, file: str, detail: str) -> str:
     """What a worker's `LearnerCodeError` means: the learner's files cannot make what the task needs."""
-    if problem == "file missing":
+    if problem == Problem.FILE_MISSING:
         return f"{file} is missing: the graded folder needs every file of exercises/"
-    if problem == "no class Value":
+    if problem == Problem.NO_VALUE:
         return f"{file} defines no class Value"
-    if problem == "methods missing":
+    if problem == Problem.METHODS_MISSING:
         return f"{file}: class Value has no method {detail}"
     return f"your files could not be loaded ({shown(problem, MAX_NAME, lines=False)})"
 

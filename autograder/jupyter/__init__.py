@@ -48,7 +48,7 @@ from autograder.grading.limits import lesson_budget as _budget
 from autograder.grading.results import Results
 from autograder.grading.scorecard import page_link
 from autograder.worker.loading import SourcePackage, hybrid_value, where_in
-from autograder.worker.main import stub_task
+from autograder.worker.wire import stub_task
 
 
 def reference(module: str) -> types.ModuleType:

@@ -29,6 +29,8 @@ import sys
 import types
 from collections.abc import Callable, Iterable
 
+from autograder.worker.wire import Problem
+
 _counter = itertools.count()
 
 # Learner files may not import these: the grader, the reference it compares against, the test runner.
@@ -36,13 +38,12 @@ FORBIDDEN_IMPORTS = ("autograder", "solutions", "pytest", "_pytest", "pluggy")
 
 
 class LearnerCodeError(Exception):
-    """The learner's files cannot make what the task needs: `problem`, in `file`, of `detail`.
+    """The learner's files cannot make what the task needs: `problem` (a `wire.Problem`), in `file`, of `detail`.
 
-    The problems: "file missing", "no class Value", "methods missing". The grader words them
-    (`grading.verdicts`): the worker sends only the problem's name and its subjects.
+    The grader words it (`grading.verdicts`): the worker sends only the problem's name and its subjects.
     """
 
-    def __init__(self, problem: str, file: str, detail: str = ""):
+    def __init__(self, problem: Problem, file: str, detail: str = ""):
         super().__init__(problem, file, detail)
         self.problem, self.file, self.detail = problem, file, detail
 
@@ -105,7 +106,7 @@ class SourcePackage:  # a meta path finder and its loader (the protocols, withou
 
     def module(self, name: str) -> types.ModuleType:
         if name not in self.sources and name not in self.sibling_names:
-            raise LearnerCodeError("file missing", f"{name}.py")
+            raise LearnerCodeError(Problem.FILE_MISSING, f"{name}.py")
         return importlib.import_module(f"{self.name}.{name}")
 
 
@@ -157,10 +158,10 @@ def hybrid_value(
     """
     ref_cls, learner_cls = ref_module.Value, getattr(learner_engine, "Value", None)
     if not isinstance(learner_cls, type):
-        raise LearnerCodeError("no class Value", learner_engine.__file__)
+        raise LearnerCodeError(Problem.NO_VALUE, learner_engine.__file__)
     missing = sorted(m for m in methods if m not in vars(learner_cls))
     if missing:
-        raise LearnerCodeError("methods missing", learner_engine.__file__, ", ".join(missing))
+        raise LearnerCodeError(Problem.METHODS_MISSING, learner_engine.__file__, ", ".join(missing))
     hybrid = type("Value", (), {})
     ref_ns = {**vars(ref_module), "Value": hybrid}
     learner_ns = {**vars(learner_engine), "Value": hybrid}

@@ -43,7 +43,6 @@ import json
 import math
 import os
 import random
-import re
 import select
 import signal
 import socket
@@ -56,42 +55,31 @@ from autograder.worker.loading import Implementation, LearnerCodeError, where_in
 MAX_OUTPUT = 4000  # characters of the learner's printing kept per call
 MAX_MESSAGE = 2000
 SOFT_TIMEOUT = hasattr(signal, "setitimer") and hasattr(signal, "ITIMER_PROF")  # a CPU-time alarm (POSIX)
-STUB = re.compile(r"^task (\d+\.\d+): ")  # the message of a stub's NotImplementedError: see stub_message
 
 
 class CheckTimedOut(BaseException):
     """The call's own time is up (a BaseException, so that `except Exception` in learner code cannot swallow it)."""
 
 
-def stub_message(task_id: str, title: str) -> str:
-    """What a stub's NotImplementedError says (`export.stubs` writes it; `stub_task` reads the id back)."""
-    return f"task {task_id}: {title}"
-
-
-def stub_task(exc: BaseException) -> str | None:
-    """The task id a stub's `NotImplementedError("task 2.3: ...")` names, if it is one."""
-    match = STUB.match(str(exc.args[0])) if exc.args and isinstance(exc.args[0], str) else None
-    return match[1] if match else None
-
-
 # --- answers as plain data ------------------------------------------------------------------------------------------
 
 
 def describe_error(exc: BaseException, files: set[str]) -> dict:
-    """What went wrong, as data: the exception's type, a capped message, where in the learner's files."""
-    if isinstance(exc, CheckTimedOut):
-        kind, message = "timed out", ""
-    else:
-        kind, message = type(exc).__name__, _safe_str(exc)
+    """What went wrong, as data (`wire.error`): its kind, the exception's class, a capped message, where."""
+    if isinstance(exc, LearnerCodeError):  # the grader words it: the problem's name, the file, the detail
+        return wire.error(wire.ErrorKind.CANNOT_MAKE, exc.detail, problem=exc.problem, where=exc.file, load=True)
     where, function = where_in(exc, files)
+    if isinstance(exc, CheckTimedOut):
+        return wire.error(wire.ErrorKind.TIMED_OUT, "", where=where, function=function)
+    message = _safe_str(exc)
     if isinstance(exc, SyntaxError) and exc.filename in files:
         where, function = f"{exc.filename}:{exc.lineno}", "<module>"
         message = exc.msg
-    info = {"type": kind, "message": message[:MAX_MESSAGE], "where": where, "function": function}
+    info = wire.error(
+        wire.ErrorKind.RAISED, message[:MAX_MESSAGE], exception=type(exc).__name__, where=where, function=function
+    )
     if isinstance(exc, NotImplementedError):
-        info["stub_task"] = stub_task(exc)
-    if isinstance(exc, LearnerCodeError):  # the grader words it: the problem's name, the file, the detail
-        info.update(type="LearnerCodeError", load=True, problem=exc.problem, where=exc.file, message=exc.detail)
+        info["stub_task"] = wire.stub_task(exc)
     return info
 
 
@@ -170,7 +158,7 @@ class Worker:
                 os.nice(request["nice"])
             reply = {"ready": True}
         except Exception as exc:  # noqa: BLE001 - the grader says the worker could not be set up
-            reply = {"error": {"type": "BadSetup", "message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE]}}
+            reply = {"error": wire.error(wire.ErrorKind.BAD_SETUP, f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE])}
         self._send(reply)
 
     def answer(self, request: dict) -> dict:
@@ -200,7 +188,7 @@ class Worker:
         try:
             data = wire.encode(reply)
         except (wire.WireError, ValueError, TypeError) as exc:
-            data = wire.encode({"id": reply.get("id"), "error": {"type": "AnswerTooLarge", "message": str(exc)[:200]}})
+            data = wire.encode({"id": reply.get("id"), "error": wire.error(wire.ErrorKind.TOO_LARGE, str(exc)[:200])})
         self.sock.sendall(data)
 
     def handle(self, request: dict) -> dict:
@@ -212,7 +200,7 @@ class Worker:
             fn = namespace[request["name"]]
             args, kwargs = request.get("args", []), request.get("kwargs", {})
             return self._call(lambda: wire.to_plain(fn(self.impl, *args, **kwargs)), request["timeout"])
-        return {"error": {"type": "BadRequest", "message": str(op)[:100]}}
+        return {"error": wire.error(wire.ErrorKind.BAD_REQUEST, str(op)[:100])}
 
     def _load(self) -> bool:
         self.impl.module(self.impl.module_name)
@@ -247,13 +235,13 @@ class Worker:
         try:
             result = wire.check_plain(result)
         except wire.WireError as exc:
-            result = {"error": {"type": "NotPlainData", "message": str(exc)}, "output": ""}
+            result = {"error": wire.error(wire.ErrorKind.NOT_PLAIN, str(exc)), "output": ""}
         return result
 
 
 def _timed_out(answer: dict) -> bool:
     error = answer.get("error")
-    return isinstance(error, dict) and error.get("type") == "timed out"
+    return isinstance(error, dict) and error.get("kind") == wire.ErrorKind.TIMED_OUT
 
 
 def _alarm(signum, frame):
@@ -306,7 +294,7 @@ def _say_why_not_started(sock: socket.socket, exc: BaseException) -> None:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
     try:
-        wire.send(sock, {"error": {"type": "WorkerStart", "message": f"{type(exc).__name__}: {exc}{where}"[:500]}})
+        wire.send(sock, {"error": wire.error(wire.ErrorKind.NOT_STARTED, f"{type(exc).__name__}: {exc}{where}"[:500])})
     except (OSError, ValueError):
         pass
 

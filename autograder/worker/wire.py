@@ -1,7 +1,8 @@
-"""What crosses between the trusted grader and a worker: size-capped frames of plain data.
+"""What crosses between the trusted grader and a worker: size-capped frames of plain data, and the protocol.
 
-The one module both sides import. Plain data is exactly `int`, `float`,
-`bool`, `None`, `str`, and lists and dicts (with string keys) of them. Frames
+The one module both sides import: the frames, the isolation levels (`Level`), the requests (`setup`,
+`load`, `run`), what an error answer says (`ErrorKind`, `Problem`) and a stub's message (`stub_message`).
+Plain data is exactly `int`, `float`, `bool`, `None`, `str`, and lists and dicts (with string keys) of them. Frames
 are JSON, preceded by their length; the trusted side (`grading.pool`) reads
 them with a deadline and a size cap and parses them strictly (`decode`), so a
 worker can neither hang the grader by trickling bytes nor flood it, and
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import socket
 import struct
 
@@ -134,14 +136,87 @@ def send(sock: socket.socket, value: Any) -> None:
     sock.sendall(encode(value))
 
 
-ERROR_TEXT = ("type", "message", "where", "function", "problem")  # what an error says, as text
+# --- the protocol -----------------------------------------------------------------------------------------------
+
+
+class ErrorKind(enum.StrEnum):
+    """What an error answer reports. The learner's exception class, when there is one, is in `exception`."""
+
+    RAISED = "raised"  # the call raised (the learner's code, or the grader's scenario over it): `exception`
+    TIMED_OUT = "timed out"  # the call used its CPU time (the worker's alarm)
+    CANNOT_MAKE = "cannot make the task"  # the learner's files lack what the task needs: `problem`
+    BAD_SETUP = "bad setup"  # the worker could not be set up (the grader's request, or the machine)
+    BAD_REQUEST = "bad request"
+    TOO_LARGE = "answer too large"
+    NOT_PLAIN = "not plain data"  # a scenario's answer that cannot cross
+    NOT_STARTED = "worker did not start"  # before any learner code ran
+
+
+class Problem(enum.StrEnum):
+    """Why the learner's files cannot make what a task needs (`ErrorKind.CANNOT_MAKE`); the grader words it."""
+
+    FILE_MISSING = "file missing"
+    NO_VALUE = "no class Value"
+    METHODS_MISSING = "methods missing"
+
+
+def error(kind: ErrorKind, message: str = "", **fields: Any) -> dict:
+    """An error answer's body: its kind, a message, and the fields its kind has (`exception`, `where`, ...)."""
+    plain = {k: str(v) if isinstance(v, enum.Enum) else v for k, v in fields.items()}  # a str, not a str subclass
+    return {"kind": str(kind), "message": message, **plain}
+
+
+def setup(task: str, module: str, owners: list, prerequisite_owners: list, learner: dict, reference, scenarios: dict):
+    """The first request to a task's worker: the sources it holds (the learner's, the reference's) and scenarios."""
+    return {
+        "op": "setup",
+        "task": task,
+        "module": module,
+        "owners": owners,
+        "prerequisite_owners": prerequisite_owners,
+        "learner": learner,
+        "reference": reference,
+        "scenarios": scenarios,
+    }
+
+
+def load(timeout: float) -> dict:
+    """Import the learner's file of the task (its first call, which may fail for every check alike)."""
+    return {"op": "load", "timeout": timeout}
+
+
+def run(file: str, name: str, args: list, kwargs: dict, timeout: float, source: str | None = None) -> dict:
+    """Run scenario `name` of test file `file` (its `source` along, unless the setup had it)."""
+    request = {"op": "run", "file": file, "name": name, "args": list(args), "kwargs": kwargs}
+    if source is not None:
+        request["source"] = source
+    return {**request, "timeout": timeout}
+
+
+STUB_MESSAGE = "task {task}: {title}"
+_STUB = re.compile(r"^task (\d+\.\d+): ")
+
+
+def stub_message(task_id: str, title: str) -> str:
+    """What a stub's NotImplementedError says (`export.stubs` writes it; `stub_task` reads the id back)."""
+    return STUB_MESSAGE.format(task=task_id, title=title)
+
+
+def stub_task(exc: BaseException) -> str | None:
+    """The task id a stub's `NotImplementedError("task 2.3: ...")` names, if it is one."""
+    match = _STUB.match(str(exc.args[0])) if exc.args and isinstance(exc.args[0], str) else None
+    return match[1] if match else None
+
+
+ERROR_TEXT = ("exception", "message", "where", "function", "problem")  # what an error says, as text
 
 
 def check_answer(frame: Any) -> dict:
     """The trusted side's schema of an answer: a dict with `ok` (any plain data) or `error` (a dict of known fields).
 
-    Whatever the worker put in an error's fields comes out as the types the grader reads: text for its
-    type, message, place and function, a task id or None for `stub_task`, a bool for `load`, text output.
+    Whatever the worker put in an error's fields comes out as the types the grader reads: an `ErrorKind` (one
+    it does not know is `raised`), text for the exception's class, message, place, function and problem, a
+    task id or None for `stub_task`, a bool for `load`, text output.
     """
     if type(frame) is not dict or not ("ok" in frame or type(frame.get("error")) is dict):
         raise WireError("an answer is a dict with `ok` or `error`")
@@ -150,7 +225,8 @@ def check_answer(frame: Any) -> dict:
     if "error" in frame:
         error = frame["error"]
         answer["error"] = {k: (v if type(v) is str else str(v)) for k in ERROR_TEXT if (v := error.get(k)) is not None}
-        answer["error"].setdefault("type", "Exception")
+        kind = error.get("kind")
+        answer["error"]["kind"] = ErrorKind(kind) if kind in ErrorKind.__members__.values() else ErrorKind.RAISED
         if type(error.get("stub_task")) is str:
             answer["error"]["stub_task"] = error["stub_task"]
         if error.get("load") is True:
