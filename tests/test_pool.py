@@ -199,7 +199,8 @@ def test_cpu_time_is_read_for_any_process_here():
     assert pool._clock_seconds("0:01.25") == 1.25
 
 
-def test_bytes_trickled_in_do_not_stretch_the_deadline():
+def test_bytes_trickled_in_do_not_stretch_the_deadline(monkeypatch):
+    monkeypatch.setattr(pool, "BACKSTOP", 2.0)  # the whole answer takes 7 s to trickle in
     worker, process = stand_in("trickles")
     with pytest.raises(pool.WorkerGone) as caught:
         ask(worker, limit=1.0)
