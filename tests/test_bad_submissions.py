@@ -929,3 +929,56 @@ def test_memory_that_the_address_space_limit_does_not_count_is_capped_too(tmp_pa
     assert run.status["2.2"] == "error", run.output[-2000:]
     assert "wrote 300 MB" not in said and "memory limit" in said, said[-2000:]
     assert run.results["extra_data"]["memory_limit"] == "cgroup"
+
+
+SYSCALL_PROBE = """        import ctypes, errno, os, socket
+        libc = ctypes.CDLL(None, use_errno=True)
+        resolve = ctypes.CDLL("libseccomp.so.2").seccomp_syscall_resolve_name
+        def refused(call, *args):
+            number = resolve(call.encode())
+            if number < 0:
+                return "unknown"
+            ctypes.set_errno(0)
+            result = libc.syscall(number, *[ctypes.c_long(a) for a in args])
+            return "EPERM" if result == -1 and ctypes.get_errno() == errno.EPERM else f"{result}/{ctypes.get_errno()}"
+        said = {
+            "socket": refused("socket", socket.AF_INET, socket.SOCK_STREAM, 0),
+            "unix socket": refused("socket", socket.AF_UNIX, socket.SOCK_STREAM, 0),
+            "socketpair": refused("socketpair", socket.AF_UNIX, socket.SOCK_STREAM, 0, 0),
+            "shmget": refused("shmget", 0, 1 << 20, 0o1666),
+            "msgget": refused("msgget", 0, 0o1666),
+            "semget": refused("semget", 0, 1, 0o1666),
+            "mq_open": refused("mq_open", 0, 0o100, 0o666, 0),
+            "add_key": refused("add_key", 0, 0, 0, 0, -4),
+            "keyctl": refused("keyctl", 0, -4, 0, 0, 0),
+            "io_uring_setup": refused("io_uring_setup", 1, 0),
+            "ptrace": refused("ptrace", 0, 0, 0, 0),
+            "perf_event_open": refused("perf_event_open", 0, 0, -1, -1, 0),
+            "bpf": refused("bpf", 0, 0, 0),
+            "mount": refused("mount", 0, 0, 0, 0, 0),
+            "unshare": refused("unshare", 0x10000000),
+            "setns": refused("setns", 0, 0),
+            "execve": refused("execve", 0, 0, 0),
+            "clone with a namespace": refused("clone", 0x20000000 | 17, 0, 0, 0, 0),
+            "userfaultfd": refused("userfaultfd", 0),
+        }
+        allowed = sorted((k, v) for k, v in said.items() if v not in ("EPERM", "unknown"))
+        raise ValueError("syscalls: " + repr(allowed))"""
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="the system-call filter shuts in workers at the root levels only")
+@pytest.mark.parametrize("level", ["sandbox", "user"])
+def test_a_worker_can_make_only_the_system_calls_it_needs(level, tmp_path):
+    """An allowlist, not a denylist: each family a worker never needs is refused with EPERM, from inside a worker."""
+    import json
+
+    from autograder.grading import isolation
+
+    if isolation.why_not(level):
+        pytest.skip(f"--isolation {level}: {isolation.why_not(level)}")
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, SYSCALL_PROBE))
+    run = grade(submission, "--task", "2.2", "--isolation", level, tmp_path=tmp_path)
+    said = json.dumps(run.results) + run.output
+    assert "syscalls: []" in said, said[-2000:]

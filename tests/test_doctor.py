@@ -40,8 +40,8 @@ def test_watch_polls_on_network_and_shared_drives(tmp_path):
     assert watch.polling_reason(REPO, str(tmp_path / "no such file")) == ""
 
 
-def test_a_sandbox_that_cannot_forbid_user_namespaces_says_so(monkeypatch):
-    """Where libseccomp is missing, workers at `sandbox` could make user namespaces: doctor names the fix."""
+def test_a_sandbox_that_cannot_filter_system_calls_says_so(monkeypatch):
+    """Where libseccomp is missing, workers at `sandbox` could make any system call: doctor names the fix."""
     import pytest
 
     from autograder.grading import isolation
@@ -49,10 +49,10 @@ def test_a_sandbox_that_cannot_forbid_user_namespaces_says_so(monkeypatch):
 
     if isolation.best_level() == "processes":
         pytest.skip("only a grader that runs as root shuts its workers in")
-    assert isolation.can_forbid_user_namespaces()
-    monkeypatch.setattr(sandbox, "forbid_user_namespaces", lambda: False)
+    assert isolation.can_filter_syscalls()
+    monkeypatch.setattr(sandbox, "allow_only_what_workers_need", lambda: False)
     finding = doctor.isolation_level()
-    assert finding.verdict == "note" and "user namespaces" in finding.what and "libseccomp" in finding.fix
+    assert finding.verdict == "note" and "any system call" in finding.what and "libseccomp" in finding.fix
 
 
 def test_root_without_bubblewrap_grades_at_user_level_and_doctor_names_the_fix(monkeypatch):

@@ -65,8 +65,12 @@ def isolation_level() -> Finding:
         return Finding("note", detail, "your own runs give feedback; " + "; ".join(stronger))
     if stronger:  # root, without the sandbox: bubblewrap missing, or namespaces forbidden (a container)
         return Finding("note", detail, stronger[0])
-    if not isolation.can_forbid_user_namespaces():
-        return Finding("note", f"{detail}; workers can make user namespaces", "install libseccomp (libseccomp2)")
+    if not isolation.can_filter_syscalls():
+        return Finding(
+            "note",
+            f"{detail}; workers can make any system call (sockets, namespaces)",
+            "install libseccomp (libseccomp2)",
+        )
     return Finding("ok", detail)
 
 

@@ -55,14 +55,23 @@ def level_for(requested: str) -> Level:
     return Level(requested)
 
 
-def can_forbid_user_namespaces() -> bool:
-    """Whether a worker at `sandbox` or `user` shuts itself out of new user namespaces here (tried in a child)."""
+def can_filter_syscalls() -> bool:
+    """Whether a worker at `sandbox` or `user` shuts itself in to the system calls it needs here (tried in a child:
+    a new user namespace and a new socket are refused)."""
     if sys.platform != "linux" or not hasattr(os, "fork"):
-        return True  # no such namespaces to make
+        return True  # no such calls to refuse: these systems have no such levels
 
     def shut_out() -> bool:
+        import socket
+
         sandbox.libc().prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        return sandbox.forbid_user_namespaces() and sandbox.libc().unshare(sandbox.CLONE_NEWUSER) != 0
+        if not sandbox.allow_only_what_workers_need() or sandbox.libc().unshare(sandbox.CLONE_NEWUSER) == 0:
+            return False
+        try:
+            socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        except PermissionError:
+            return True
+        return False
 
     return _in_a_child(shut_out)
 

@@ -92,18 +92,63 @@ def shut_in(level: Level, memory_mb: int, uid: int, file_mb: int = 16, cgroup: s
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        forbid_user_namespaces()
+        allow_only_what_workers_need()
     # a folder it may not write to: its own /tmp at `sandbox`; at `user` there may be no folder it can write at all
     os.chdir("/tmp" if level.namespaces else "/" if level.own_user else _scratch())
 
 
-def forbid_user_namespaces() -> bool:
-    """Linux: no new user namespace from here on, so no way to be root in one (and mount a tmpfs, say).
+# The system calls a shut-in worker may make (`allow_only_what_workers_need`), by family. What workers called while
+# grading the whole course (the reference, the stubs, mutants, a graded run; forked and spawned: `strace -f`, after
+# each worker's `setresuid`), and what the C library and Python call instead on other kernels and versions (`statx`
+# for `newfstatat`, `ppoll` for `pselect6`, ...) or on paths those runs did not take (a signal handler's return, a
+# stack dump on SIGUSR1). Every other call fails with EPERM: new sockets, programs, processes in new namespaces,
+# System V and POSIX IPC, keyrings, io_uring, ptrace, perf events, BPF, mounts, user and group changes.
+SYSCALLS = {
+    "files it has or opens": (
+        "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
+        "lseek", "close", "close_range", "open", "openat", "openat2", "creat", "stat", "fstat", "lstat",
+        "newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat", "faccessat2", "getdents", "getdents64",
+        "readlink", "readlinkat", "getcwd", "chdir", "fchdir", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2",
+        "flock", "fsync", "fdatasync", "ftruncate", "fadvise64", "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir",
+        "rename", "renameat", "renameat2", "umask", "fchmod", "utimensat", "sendfile", "copy_file_range",
+        "memfd_create",
+    ),
+    "memory": (
+        "brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "mincore", "msync", "mbind", "get_mempolicy",
+        "set_mempolicy", "membarrier",
+    ),
+    "time": (
+        "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "setitimer",
+        "getitimer", "alarm", "times",
+    ),
+    "signals": (
+        "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigsuspend", "rt_sigtimedwait",
+        "sigaltstack", "restart_syscall", "pause", "kill", "tgkill", "tkill",
+    ),
+    "itself": (
+        "getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
+        "getgroups", "getpgid", "getpgrp", "getsid", "getpriority", "setpriority", "uname", "sysinfo", "getrlimit",
+        "prlimit64", "getrusage", "sched_getaffinity", "sched_yield", "sched_getparam", "sched_getscheduler",
+        "getcpu", "getrandom", "prctl", "arch_prctl", "set_tid_address", "set_robust_list", "get_robust_list",
+        "rseq", "futex", "futex_waitv", "exit", "exit_group", "wait4", "waitid",
+    ),
+    "the socket it was given": (
+        "sendto", "recvfrom", "sendmsg", "recvmsg", "shutdown", "getsockopt", "setsockopt", "getsockname",
+        "getpeername", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait",
+        "epoll_pwait",
+    ),
+}  # fmt: skip
+NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUSER | 0x02000000
+TIOCSTI = 0x5412  # types into the terminal: never, from any ioctl a worker may otherwise make
 
-    A seccomp filter, compiled by libseccomp (the library Docker, systemd and
-    bubblewrap use): `unshare` and `clone` with CLONE_NEWUSER fail with EPERM;
-    `clone3`, whose flags a filter cannot read, fails with ENOSYS, and the C
-    library then falls back to `clone`, as under Docker's default profile.
+
+def allow_only_what_workers_need() -> bool:
+    """Linux: from here on, only the system calls of `SYSCALLS` succeed; every other one fails with EPERM.
+
+    A seccomp filter, compiled by libseccomp (the library Docker, systemd and bubblewrap use), whose default
+    action refuses. Two calls are allowed with a condition on their arguments: `clone` without a namespace flag
+    (and RLIMIT_NPROC refuses a new process anyway), `ioctl` but TIOCSTI. `clone3`, whose flags a filter cannot
+    read, fails with ENOSYS, and the C library then falls back to `clone`, as under Docker's default profile.
     Returns False where libseccomp is missing (`doctor` says so).
     """
     import ctypes
@@ -117,7 +162,7 @@ def forbid_user_namespaces() -> bool:
     class ArgCmp(ctypes.Structure):  # struct scmp_arg_cmp
         _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
 
-    allow, masked_eq = 0x7FFF0000, 7  # SCMP_ACT_ALLOW, SCMP_CMP_MASKED_EQ
+    allow, not_equal, masked_eq = ctypes.c_uint32(0x7FFF0000), 1, 7  # SCMP_ACT_ALLOW, SCMP_CMP_NE, SCMP_CMP_MASKED_EQ
 
     def fail_with(code: int) -> ctypes.c_uint32:  # SCMP_ACT_ERRNO(code)
         return ctypes.c_uint32(0x00050000 | code)
@@ -126,19 +171,24 @@ def forbid_user_namespaces() -> bool:
         if result < 0:
             raise OSError(-result, f"{what}: {os.strerror(-result)}")
 
+    def rule(action, call: str, *conditions: ArgCmp) -> None:
+        number = lib.seccomp_syscall_resolve_name(call.encode())
+        if number < 0:  # not a call of this architecture (or of this libseccomp): nothing to allow
+            return
+        array = (ArgCmp * len(conditions))(*conditions) if conditions else None
+        done(lib.seccomp_rule_add_array(ctx, action, number, len(conditions), array), call)
+
     lib.seccomp_init.restype = ctypes.c_void_p
-    ctx = ctypes.c_void_p(lib.seccomp_init(ctypes.c_uint32(allow)))
+    ctx = ctypes.c_void_p(lib.seccomp_init(fail_with(errno.EPERM)))
     if not ctx.value:
         raise OSError("seccomp_init failed")
     try:
+        for call in (call for family in SYSCALLS.values() for call in family):
+            rule(allow, call)
         clone_flags = 1 if os.uname().machine.startswith("s390") else 0  # where clone() takes its flags
-        for call, arg in (("unshare", 0), ("clone", clone_flags)):
-            newuser = ArgCmp(arg, masked_eq, CLONE_NEWUSER, CLONE_NEWUSER)
-            number = lib.seccomp_syscall_resolve_name(call.encode())
-            done(lib.seccomp_rule_add_array(ctx, fail_with(errno.EPERM), number, 1, ctypes.byref(newuser)), call)
-        number = lib.seccomp_syscall_resolve_name(b"clone3")
-        if number >= 0:  # a libseccomp older than clone3 knows no such call: nothing to close
-            done(lib.seccomp_rule_add_array(ctx, fail_with(errno.ENOSYS), number, 0, None), "clone3")
+        rule(allow, "clone", ArgCmp(clone_flags, masked_eq, NAMESPACE_FLAGS, 0))
+        rule(allow, "ioctl", ArgCmp(1, not_equal, TIOCSTI, 0))
+        rule(fail_with(errno.ENOSYS), "clone3")
         done(lib.seccomp_load(ctx), "seccomp_load")
     finally:
         lib.seccomp_release(ctx)
