@@ -65,10 +65,13 @@ HINTS_SEEN = ".hints-seen.json"  # in the graded folder: which hint levels the l
 
 
 def _hints_seen(folder: Path) -> dict[str, int]:
+    """The hint levels opened so far, from a regular file of the folder's (a link there is not followed)."""
+    from autograder.grading import caches
+
     try:
-        seen = json.loads((folder / HINTS_SEEN).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # no file yet, or one we cannot read: start from level 1
+        seen = json.loads(caches.read_regular(folder / HINTS_SEEN, 100_000).decode("utf-8"))
+    except (OSError, ValueError, caches.NotRegular):
+        return {}  # no file yet, or one we will not read: start from level 1
     if not isinstance(seen, dict):
         return {}
     return {task: level for task, level in seen.items() if isinstance(level, int)}
@@ -90,8 +93,10 @@ def _hint(args: argparse.Namespace) -> int:
     levels = len(task.hints)
     shown = levels if args.all else min(seen.get(task.id, 0) + 1, levels)
     seen[task.id] = max(shown, seen.get(task.id, 0))
-    try:
-        (folder / HINTS_SEEN).write_text(json.dumps(seen, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    try:  # never through a link someone left in a handed-in folder: a file of its own replaces it
+        from autograder.grading.scorecard import write_json
+
+        write_json(folder / HINTS_SEEN, seen)
     except OSError as exc:  # a read-only folder still gets its hint; the next call shows the same level
         print(f"(could not remember the hints you saw: {exc})", file=sys.stderr)
     failed = lastrun.failed_check(task.id, folder)

@@ -685,7 +685,7 @@ def _grade_corpus(root: Path, entries: list[Bad], *extra: str) -> dict:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
     results = {
         bad.name: Results.from_json(
-            __import__("json").loads((out.with_suffix(".results") / f"{bad.name}.results.json").read_text())
+            __import__("json").loads((out.with_suffix(".results") / bad.name / "results.json").read_text())
         )
         for bad in entries
     }
@@ -702,7 +702,7 @@ def _grade_corpus(root: Path, entries: list[Bad], *extra: str) -> dict:
 
 def _check_entry(graded: dict, bad: Bad, full: dict[str, tuple[int, int]]) -> None:
     row, results = graded["rows"][bad.name], graded["results"][bad.name]
-    log = graded["out"].with_suffix(".results") / f"{bad.name}.log"
+    log = graded["out"].with_suffix(".results") / bad.name / "grader.log"
     assert row["status"] == "graded", (row, log.read_text()[-6000:])  # the log ends with where a stuck grader was
     assert results.fresh_inputs is not None  # a batch is a graded run: its visible checks were asked afresh too
     status = {t.task.id: t.status for t in results.tasks}
@@ -790,7 +790,7 @@ def test_a_slow_honest_submission_keeps_the_checks_it_finished(tmp_path):
         (row,) = list(csv.DictReader(f))
     assert row["status"] == "timed out" and "did not finish within 8 s" in row["note"], row
     assert int(row["total"]) > 0 and "kept the" in row["note"], row
-    log = (out.with_suffix(".results") / "slow.log").read_text()
+    log = (out.with_suffix(".results") / "slow" / "grader.log").read_text()
     assert "most recent call first" in log and "in main" in log, log[-3000:]  # where the grader was, for a report
     if AS_ROOT:  # the killed grader's workers are gone too, not even left as zombies for the system to reap
         assert _sandbox_processes(running) == []
@@ -982,3 +982,48 @@ def test_a_worker_can_make_only_the_system_calls_it_needs(level, tmp_path):
     run = grade(submission, "--task", "2.2", "--isolation", level, tmp_path=tmp_path)
     said = json.dumps(run.results) + run.output
     assert "syscalls: []" in said, said[-2000:]
+
+
+def test_batch_trusts_no_folder_name(tmp_path):
+    """A folder named like a formula lands in the gradebook as text; one named like another's results file owns
+    only its own folder of results."""
+    from autograder.grading import batch as batching
+
+    submissions = tmp_path / "submissions"
+    names = ['=HYPERLINK("x","y")', "b_victim", "b_victim.results", "@sum", "-1"]
+    for name in names:
+        shutil.copytree(
+            REPO / "exercises", submissions / name, ignore=shutil.ignore_patterns("__pycache__", "notebooks")
+        )
+    out = tmp_path / "grades.csv"
+    proc = batch(submissions, out, budget=len(names))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert sorted(batching.uncell(row["submission"]) for row in rows) == sorted(names)
+    for row in rows:
+        for value in row.values():
+            assert not value.startswith(batching.FORMULA), row
+    kept = out.with_suffix(".results")
+    for name in names:
+        assert Results.from_json(__import__("json").loads((kept / name / "results.json").read_text())).tests
+    assert batching.finished(out) == set(names)  # a second run grades none of them again
+
+
+def test_hint_reads_and_writes_no_file_through_a_link(tmp_path):
+    """`hint` on a handed-in folder: its `.hints-seen.json` is a link to a file outside it, which stays as it was."""
+    folder = copy_of("exercises", tmp_path)
+    outside = tmp_path / "instructors-file.json"
+    outside.write_text('{"1.1": 3}\n')
+    (folder / ".hints-seen.json").symlink_to(outside)
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "autograder", "hint", "1.1", "--impl", str(folder)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+    assert outside.read_text() == '{"1.1": 3}\n'  # neither read (level 3) nor written
+    assert not (folder / ".hints-seen.json").is_symlink()
+    assert "hint 2" in proc.stdout.lower() or "2/" in proc.stdout, proc.stdout

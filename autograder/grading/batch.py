@@ -119,9 +119,9 @@ def grade_one(
     isolation: str = "auto",
 ) -> Outcome:
     """Grade one submission with the runner, in a grader process of its own; keep what it found if it is stopped."""
-    partial = results_dir / f"{folder.name}.results.json"
-    gradescope = results_dir / f"{folder.name}.json"
-    log = results_dir / f"{folder.name}.log"
+    own = results_dir / folder.name  # a folder of its own: no name can make another submission's file names
+    own.mkdir(exist_ok=True)
+    partial, gradescope, log = own / "results.json", own / "gradescope.json", own / "grader.log"
     for path in (partial, gradescope):
         path.unlink(missing_ok=True)
     start = time.monotonic()
@@ -277,12 +277,25 @@ def _keep_tail(log: Path) -> None:
         log.write_bytes(b"[... earlier output cut ...]\n" + tail)
 
 
+FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula
+
+
+def cell(value: object) -> object:
+    """A gradebook cell: text that a spreadsheet would read as a formula is kept as text (a leading quote)."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA) else value
+
+
+def uncell(text: str) -> str:
+    """The text `cell` kept."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA) else text
+
+
 def finished(csv_path: Path) -> set[str]:
     """The submissions that already have a row."""
     if not csv_path.exists():
         return set()
     with open(csv_path, newline="") as f:
-        return {row["submission"] for row in csv.DictReader(f) if row.get("submission")}
+        return {uncell(row["submission"]) for row in csv.DictReader(f) if row.get("submission")}
 
 
 def batch(
@@ -321,7 +334,7 @@ def batch(
         for future in as_completed(futures):
             outcome = future.result()
             with lock:
-                writer.writerow(outcome.row(full_marks))
+                writer.writerow({k: cell(v) for k, v in outcome.row(full_marks).items()})
                 f.flush()
             outcomes.append(outcome)
             bar.update(1)

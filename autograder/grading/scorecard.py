@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -228,11 +230,19 @@ def task_tags(t: TaskResult) -> list[str]:
 
 
 def write_json(path: Path, data: dict) -> None:
+    """`data` into `path` as JSON, whole or not at all: written to a new file of its own beside it (made, never
+    opened through a link that someone left there), then put in its place (a link at `path` is replaced, its
+    target untouched)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    # a lone surrogate, whatever let it through, is written escaped: the results are always written
-    tmp.write_bytes((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace"))
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            # a lone surrogate, whatever let it through, is written escaped: the results are always written
+            f.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace"))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def progress(
