@@ -1027,3 +1027,44 @@ def test_hint_reads_and_writes_no_file_through_a_link(tmp_path):
     assert outside.read_text() == '{"1.1": 3}\n'  # neither read (level 3) nor written
     assert not (folder / ".hints-seen.json").is_symlink()
     assert "hint 2" in proc.stdout.lower() or "2/" in proc.stdout, proc.stdout
+
+
+COPY_PROBE = """        import os, sys
+        found = []
+        for entry in sys.path + [os.path.dirname(p) for p in sys.path]:
+            for name in ("solutions/engine.py", "autograder/grading/plugin.py"):
+                try:
+                    with open(os.path.join(entry, name)) as f:
+                        text = f.read()
+                    if "BEGIN SOLUTION" in text or "def pytest_addoption" in text:
+                        found.append(os.path.join(entry, name))
+                except OSError:
+                    pass
+        raise ValueError("copies: " + repr(sorted(set(found))))"""
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="the sandbox level's file system is bubblewrap's, as root")
+def test_a_copy_of_the_course_installed_under_usr_local_is_covered(tmp_path):
+    """`pip install .` into a prefix under /usr/local (bound whole, with /usr): the worker sees no reference there."""
+    import json
+    import tempfile
+
+    prefix = Path(tempfile.mkdtemp(prefix="autograder-probe-", dir="/usr/local/lib"))
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-compile"]
+            + ["--target", str(prefix), str(REPO)],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "PIP_NO_INDEX": "1"},
+        )
+        assert (prefix / "solutions" / "engine.py").exists()
+        prefix.chmod(0o755)
+        submission = copy_of("solutions", tmp_path)
+        engine = submission / "engine.py"
+        engine.write_text(engine.read_text().replace(REPR, COPY_PROBE))
+        run = grade(submission, "--task", "2.2", tmp_path=tmp_path, env={"PYTHONPATH": str(prefix)})
+        said = json.dumps(run.results) + run.output
+        assert "copies: []" in said, said[-2000:]
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)

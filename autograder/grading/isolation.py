@@ -158,6 +158,7 @@ def sandbox_command(hidden: list[str], cgroup: str | None) -> list[str]:
     and IPC namespaces, a private `/tmp` and `/dev/shm`, and its own `/proc`.
     """
     hidden = sorted({os.path.realpath(p) for p in hidden if p})
+    system = [p for p in SYSTEM if os.path.isdir(p) and not os.path.islink(p)]
     command = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-net", "--unshare-uts"]
     command += ["--cap-drop", "ALL", *(arg for cap in SETUP_CAPABILITIES for arg in ("--cap-add", cap))]
     for path in SYSTEM:
@@ -176,13 +177,14 @@ def sandbox_command(hidden: list[str], cgroup: str | None) -> list[str]:
         command += ["--perms", "0755", "--dir", folder]
     for folder in folders:
         command += ["--ro-bind", folder, folder]
-    # an installed grader or reference inside site-packages, say, covered (read-only once the worker's code,
-    # which may lie inside an installed grader, is bound back into it)
-    covered = [p for p in hidden if os.path.isdir(p) and any(_inside(p, folder) for folder in folders)]
+    # an installed grader or reference inside what is bound (site-packages, or /usr/local's), covered (read-only
+    # once the worker's code, which may lie inside an installed grader, is bound back into it)
+    shown = [*folders, *system]
+    covered = [p for p in hidden if os.path.isdir(p) and any(_inside(p, folder) for folder in shown)]
     for path in hidden:
         if path in covered:
             command += ["--tmpfs", path]
-        elif any(_inside(path, folder) for folder in folders):
+        elif any(_inside(path, folder) for folder in shown):
             command += ["--ro-bind", os.devnull, path]
     for path in worker_code:
         command += ["--ro-bind", path, path]

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import glob
 import hashlib
 import importlib
 import importlib.util
 import inspect
 import json
+import os
 import random
 import sys
 from functools import cache
@@ -465,17 +467,32 @@ def display(path: Path) -> str:
         return str(path)
 
 
-def installed_packages() -> list[str]:
-    """Every folder the interpreter could import the grader or the reference from, outside the repository too.
+# Where any Python of this machine keeps installed packages (one that does not grade may still hold a copy)
+SITE_FOLDERS = ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages", "/opt/*/lib/python3*/*-packages")
 
-    The one `import` would find first, any copy on `sys.path`, and where an
-    editable install's finder points: a worker must find none of them.
+
+def installed_packages() -> list[str]:
+    """Every folder the grader or the reference is installed in, outside the repository too: found by what it is.
+
+    The one `import` would find first, any copy on `sys.path`, where an
+    editable install's finder points, and every package an installed
+    distribution of this course put in any Python's site folders (its
+    RECORD): a worker must find none of them.
     """
     folders = set()
+    sites = {entry for entry in sys.path if entry} | {p for pattern in SITE_FOLDERS for p in glob.glob(pattern)}
     for name in ("autograder", "solutions"):
         spec = importlib.util.find_spec(name)
         folders.update(spec.submodule_search_locations or []) if spec else None
-        folders.update(str(Path(entry) / name) for entry in sys.path if entry and (Path(entry) / name).is_dir())
+        folders.update(str(Path(entry) / name) for entry in sites if (Path(entry) / name).is_dir())
+    for record in (r for site in sites for r in glob.glob(os.path.join(site, "backprop_course-*.dist-info/RECORD"))):
+        try:
+            lines = Path(record).read_text().splitlines()
+        except OSError:
+            continue
+        tops = {line.split("/", 1)[0] for line in lines if "/" in line.split(",", 1)[0]}
+        site = Path(record).parent.parent
+        folders.update(str(site / top) for top in tops if top.isidentifier() and top != "__pycache__")  # packages
     for module in list(sys.modules.values()):
         mapping = getattr(module, "MAPPING", None)  # setuptools' editable finders map package names to folders
         if getattr(module, "__name__", "").startswith("__editable__") and isinstance(mapping, dict):
