@@ -13,8 +13,11 @@ import math
 import random
 import textwrap
 
+import pytest
+
 from autograder.export import stubs
 from autograder.grading import fresh_inputs
+from autograder.kit.checks import CheckFailed
 
 from .conftest import grade
 
@@ -23,14 +26,35 @@ LESSON_1 = ("1.1", "1.2", "1.3")
 # --- the pieces ------------------------------------------------------------------------------------------------------
 
 
-def test_only_floats_are_drawn_afresh_each_within_its_scale():
+def test_floats_and_sizes_are_drawn_afresh_each_within_its_scale():
     rng = random.Random(1)
-    value = [3.0, 2, True, "h", {"h": 1e-6, "n": 4}, (0.0, -0.5), [[2.0, {}]]]
+    value = [3.0, 2, True, "h", {"h": 1e-6, "n": 4}, (0.0, -0.5), [[2.0, {}]], 0, 1, -100_000]
     drawn = fresh_inputs.afresh(value, rng)
-    assert drawn[1:4] == [2, True, "h"] and drawn[4]["n"] == 4 and drawn[5][0] == 0.0
+    assert drawn[2:4] == [True, "h"] and drawn[5][0] == 0.0 and drawn[7:9] == [0, 1]  # flags, names, 0 and 1 stay
     for page, new in ((3.0, drawn[0]), (1e-6, drawn[4]["h"]), (-0.5, drawn[5][1]), (2.0, drawn[6][0][0])):
         assert page != new and 0.8 <= new / page <= 1.25
+    for page, new in ((2, drawn[1]), (4, drawn[4]["n"]), (-100_000, drawn[9])):  # sizes, counts, seeds move
+        assert type(new) is int and page != new and 0.5 <= new / page <= 1.5
     assert isinstance(drawn[5], tuple)
+
+
+def test_a_graded_answer_has_exactly_the_references_shape_and_keeps_its_margin():
+    def check(answer, on_page, drawn_answer, drawn_want, args=(2.0,)):
+        def expect(fn, args, kwargs, page):
+            return on_page if page else drawn_want
+
+        fresh_inputs.ask_again(lambda *_: drawn_answer, expect, check, args, {}, answer, random.Random(1))
+
+    check({"grad": 1.0}, {"grad": 1.0}, {"grad": 2.0}, {"grad": 2.0})  # honest code
+    check({"n": 3}, {"n": 3.0}, {"n": 4}, {"n": 4.0})  # an int for a float: the same number
+    check(14.0000001, 14.0, 9.0000001, 9.0)  # a rounder estimate than the reference's, accepted on the page
+    for answer, on_page in (({"grad": 1.0, "extra": 0}, {"grad": 1.0}), ([1], [True]), ({"ok": 1}, {"ok": True})):
+        with pytest.raises(CheckFailed, match="shape"):
+            check(answer, on_page, answer, on_page, args=("no number",))
+    with pytest.raises(CheckFailed, match="drawn afresh"):  # right on the page, wrong on the drawn inputs
+        check({"grad": 1.0}, {"grad": 1.0}, {"grad": 1.0}, {"grad": 2.0})
+    with pytest.raises(CheckFailed, match="drawn afresh"):  # further from the reference there than on the page
+        check(14.0000001, 14.0, 9.5, 9.0)
 
 
 def test_the_draws_depend_on_the_seed_and_the_check_alone():
@@ -111,11 +135,15 @@ _replay(TABLE)
 """
 
 
-def test_answers_replayed_from_a_table_are_worth_nothing_in_a_graded_run(tmp_path):
+@pytest.mark.parametrize(
+    "lesson, file, tasks",
+    [("1", "derivatives.py", LESSON_1), ("10", "nn.py", ("10.1", "10.2", "10.3", "10.4"))],  # floats; sizes alone
+)
+def test_answers_replayed_from_a_table_are_worth_nothing_in_a_graded_run(lesson, file, tasks, tmp_path):
     (tmp_path / "recorder.py").write_text(RECORDER)
     table_file = tmp_path / "table.json"
     env = {"PYTHONPATH": str(tmp_path), "TABLE_OUT": str(table_file)}
-    recorded = grade("solutions", "--lesson", "1", "-m", "not hidden", "-p", "recorder", tmp_path=tmp_path, env=env)
+    recorded = grade("solutions", "--lesson", lesson, "-m", "not hidden", "-p", "recorder", tmp_path=tmp_path, env=env)
     assert recorded.returncode == 0, recorded.output[-2000:]
     table = json.loads(table_file.read_text())
     assert len(table) >= 8
@@ -123,15 +151,23 @@ def test_answers_replayed_from_a_table_are_worth_nothing_in_a_graded_run(tmp_pat
     submission = tmp_path / "submission"
     submission.mkdir()
     for name, text in stubs.expected_files().items():
-        if name == "derivatives.py":  # the stubs, and the table
+        if name == file:  # the stubs, and the table
             text += f"\n\nTABLE = {table!r}\n" + textwrap.dedent(REPLAYER)
         (submission / name).write_text(text)
 
     def earned(run) -> dict[str, int]:
         checks = run.results["extra_data"]["results"]
-        return {t: sum(c["points"] for c in checks if c["task"] == t and c["status"] == "passed") for t in LESSON_1}
+        return {t: sum(c["points"] for c in checks if c["task"] == t and c["status"] == "passed") for t in tasks}
 
-    learners_run = grade(submission, "--lesson", "1", tmp_path=tmp_path)
+    learners_run = grade(submission, "--lesson", lesson, tmp_path=tmp_path)
     assert all(earned(learners_run).values()), learners_run.output[-2000:]  # on the page's inputs the table works
-    graded_run = grade(submission, "--lesson", "1", "--fresh-inputs", "5", tmp_path=tmp_path)
-    assert not any(earned(graded_run).values()), graded_run.output[-3000:]
+    graded_run = grade(submission, "--lesson", lesson, "--fresh-inputs", "5", tmp_path=tmp_path)
+    passed = {
+        c["nodeid"].rpartition("::")[2] for c in graded_run.results["extra_data"]["results"] if c["status"] == "passed"
+    }
+    assert passed <= NOTHING_TO_DRAW, graded_run.output[-3000:]
+
+
+# Checks whose one call takes no input at all: nothing can be drawn afresh (an answer of 1 point: [] for a bare
+# Module's parameters). Every other visible check's calls have numbers or sizes to draw.
+NOTHING_TO_DRAW = {"test_bare_module_has_no_parameters"}

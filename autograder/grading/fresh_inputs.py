@@ -1,16 +1,18 @@
-"""Graded runs: each visible check asked again, on numeric inputs drawn afresh for this submission.
+"""Graded runs: each visible check asked again, on inputs drawn afresh for this submission.
 
 A visible check runs on the page's inputs, so its answers are known: a student
 edition even ships them (`reference_answers.json`), and a submission could
 answer every visible check from that table without any code behind it. In a
 graded run (`batch`, Gradescope: `--fresh-inputs SEED`), every call a visible
 check makes into the learner's code is made a second time with its numbers
-drawn afresh (each float scaled by a seeded factor; integers, strings and
-booleans, which name sizes, indices, seeds and choices, stay as they are), and
-the answer must then equal the reference's on those same inputs, wherever the
-answer on the page's inputs equalled the reference's there. A recorded answer
-is then worth nothing; honest code, which computes rather than recalls, gives
-both. The learner's own runs keep the page's inputs alone.
+drawn afresh: each float scaled by a seeded factor, each integer of 2 or more
+(a size, a count, a seed, a network's widths: the structure of what is built)
+moved to another one near it; booleans, 0, 1 and strings stay as they are. The
+answer must have exactly the shape of the reference's (a bool is not an int, a
+dict has no key more), and on the drawn inputs it must equal the reference's
+there, as closely as the page's answer was to the reference's on the page. A
+recorded answer is then worth nothing; honest code, which computes rather than
+recalls, gives both. The learner's own runs keep the page's inputs alone.
 
 The seed is drawn per submission and recorded in the results, so a run can be
 repeated exactly (`pytest autograder --fresh-inputs SEED`).
@@ -34,15 +36,23 @@ def rng_for(seed: int, check: str) -> random.Random:
     return random.Random(f"{seed}:{check}")
 
 
-def afresh(value: Any, rng: random.Random) -> Any:
-    """`value` with every float in it scaled by a factor drawn from `rng` (lists, tuples and dicts walked)."""
-    if isinstance(value, float) and math.isfinite(value):
+def afresh(value: Any, rng: random.Random, integers: bool = True) -> Any:
+    """`value` with its numbers drawn from `rng` (lists, tuples and dicts walked): every finite float scaled, every
+    integer of 2 or more moved to another near it, of the same sign, unless not `integers` (booleans, 0, 1 and
+    strings kept)."""
+    if type(value) is float and math.isfinite(value):
         return value * rng.uniform(*SCALE)
+    if integers and type(value) is int and abs(value) >= 2:
+        moved = round(value * rng.uniform(*SCALE))
+        return moved if moved != value else value + rng.choice((1, -1)) * (1 if value > 0 else -1)
     if isinstance(value, (list, tuple)):
-        return type(value)(afresh(v, rng) for v in value)
+        return type(value)(afresh(v, rng, integers) for v in value)
     if isinstance(value, dict):
-        return {k: afresh(v, rng) for k, v in value.items()}
+        return {k: afresh(v, rng, integers) for k, v in value.items()}
     return value
+
+
+DRAWS = 4  # draws of sizes and numbers tried before the numbers alone: a drawn index may name nothing
 
 
 def same(a: Any, b: Any) -> bool:
@@ -65,25 +75,79 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def shape(value: Any) -> Any:
+    """What an answer is made of, without its values: the kind of each leaf (an int and a float are both a number,
+    a bool is not), each dict's and list's size and its values' shapes (in any order; a dict's keys may name
+    objects of the worker's, which differ from run to run)."""
+    if type(value) is bool or value is None or type(value) is str:
+        return type(value).__name__
+    if type(value) in (int, float):
+        return "number"
+    if isinstance(value, (list, tuple)):
+        return ["list", *sorted((shape(v) for v in value), key=repr)]
+    if isinstance(value, dict):
+        return ["dict", *sorted((shape(v) for v in value.values()), key=repr)]
+    return type(value).__name__
+
+
+def distance(a: Any, b: Any) -> float:
+    """How far two answers of one shape are apart: the largest relative difference of their numbers (0 when equal,
+    inf when anything else differs); lists in any order, as `same` pairs them."""
+    numbers = (int, float)
+    if type(a) in numbers and type(b) in numbers:
+        if math.isnan(a) or math.isnan(b):
+            return 0.0 if math.isnan(a) and math.isnan(b) else math.inf
+        try:
+            return 0.0 if a == b else abs(a - b) / max(abs(a), abs(b), ABS)
+        except OverflowError:
+            return math.inf
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return math.inf
+        in_order = max((distance(x, y) for x, y in zip(a, b, strict=True)), default=0.0)
+        if in_order == 0.0:
+            return 0.0
+        ordered = zip(sorted(a, key=_order), sorted(b, key=_order), strict=True)
+        return min(in_order, max((distance(x, y) for x, y in ordered), default=0.0))
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return math.inf
+        return max((distance(a[k], b[k]) for k in a), default=0.0)
+    return 0.0 if type(a) is type(b) and a == b else math.inf
+
+
 def ask_again(ask, expect, fn, args: tuple, kwargs: dict, answer: Any, rng: random.Random) -> None:
     """The check's call once more, on inputs drawn from `rng`: fail unless it agrees with the reference there.
 
     `ask(fn, args, kwargs)` runs the scenario over the learner's code, `expect(fn, args, kwargs, page)` over
     the reference's (None: the reference itself fails on these inputs, so they prove nothing; `page`: these
-    are the page's inputs, whose answer is worth keeping). Nothing is asked when the call has no float to
-    draw, or when the learner's answer on the page's inputs is not the reference's (the check accepted an
-    answer of its own kind: there is nothing to compare it with).
+    are the page's inputs, whose answer is worth keeping). The answer on the page's inputs must have the
+    reference's shape there; on the drawn inputs it must be as close to the reference's as it was on the page
+    (an answer the check accepted of its own kind, such as a rounder numerical estimate, keeps its margin).
     """
-    drawn_args, drawn_kwargs = afresh(list(args), rng), afresh(dict(kwargs), rng)
-    if drawn_args == list(args) and drawn_kwargs == kwargs:
+    on_page = expect(fn, list(args), kwargs, True)
+    if on_page is None:
         return
-    if not same(answer, expect(fn, list(args), kwargs, True)):
-        return
-    want = expect(fn, drawn_args, drawn_kwargs, False)
-    if want is None:
-        return
+    if shape(answer) != shape(on_page):
+        raise CheckFailed(
+            "the answer's shape (its kinds of values, keys and lengths), as the reference's",
+            on_page,
+            answer,
+            inputs=_capped(f"{fn.__name__}{tuple(args)!r}" + (f" with {kwargs!r}" if kwargs else "")),
+            note="a graded run takes exactly the shape the check expects (a bool is not a number, no extra keys)",
+        )
+    for integers in [True] * DRAWS + [False]:  # inputs the reference answers: the page's, with sizes or without
+        drawn_args, drawn_kwargs = afresh(list(args), rng, integers), afresh(dict(kwargs), rng, integers)
+        if drawn_args == list(args) and drawn_kwargs == kwargs:
+            continue
+        want = expect(fn, drawn_args, drawn_kwargs, False)
+        if want is not None:
+            break
+    else:
+        return  # nothing to draw, or no draw the reference itself can answer: these inputs prove nothing
     got = ask(fn, drawn_args, drawn_kwargs)
-    if not same(got, want):
+    margin = 0.0 if same(answer, on_page) else distance(answer, on_page)
+    if not same(got, want) and not (shape(got) == shape(want) and distance(got, want) <= max(REL, 10 * margin)):
         raise CheckFailed(
             "the same check, on inputs drawn afresh for this graded run",
             want,
