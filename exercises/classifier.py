@@ -78,6 +78,8 @@ def train_step(model: Module, X: list[list[float]], y: list[int], learning_rate:
 
     Compute the scores, the total loss `hinge_loss + l2_penalty(model.parameters())`,
     zero the gradients, backpropagate, and move each parameter by `-learning_rate · grad`.
+    The accuracy is that of the scores computed before the update, the ones the
+    loss was computed from.
     """
     # TODO(task 12.4): train_step and train_classifier. See the docstring above.
     raise NotImplementedError("task 12.4: train_step and train_classifier")

@@ -116,9 +116,10 @@ class Value:
         raise NotImplementedError("task 8.1: Value.__radd__ and __rmul__")
 
     def __pow__(self, other: int | float) -> Value:
-        """Return `self ** other` for an int or float exponent, with op `'**k'` (task 8.2).
+        """Return `self ** other` for an int or float exponent `other` (task 8.2).
 
-        The exponent is a plain number, not a Value: anything else raises a
+        The op names the exponent: `f"**{other}"`, so `'**2'` for `a**2`. The
+        exponent is a plain number, not a Value: anything else raises a
         `TypeError` that says so. Local derivative: other · self^(other - 1).
         """
         # TODO(task 8.2): Value.__pow__. See the docstring above.

@@ -149,9 +149,10 @@ class Value:
         ### END SOLUTION
 
     def __pow__(self, other: int | float) -> Value:
-        """Return `self ** other` for an int or float exponent, with op `'**k'` (task 8.2).
+        """Return `self ** other` for an int or float exponent `other` (task 8.2).
 
-        The exponent is a plain number, not a Value: anything else raises a
+        The op names the exponent: `f"**{other}"`, so `'**2'` for `a**2`. The
+        exponent is a plain number, not a Value: anything else raises a
         `TypeError` that says so. Local derivative: other · self^(other - 1).
         """
         ### BEGIN SOLUTION (task 8.2)

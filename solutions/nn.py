@@ -40,7 +40,9 @@ class Neuron(Module):
 
         Draw the weights first, in order, then the bias. `act` names the Value
         method applied to the sum (`'tanh'` or `'relu'`); with `nonlin=False`
-        the neuron is linear and returns the sum itself.
+        the neuron is linear and returns the sum itself. Keep both as
+        `self.act` and `self.nonlin`: `__call__` needs them, and `__repr__`
+        reads them.
         """
         ### BEGIN SOLUTION (task 10.2)
         self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
