@@ -14,7 +14,8 @@ from .engine import Value
 
 
 def trace(root: Value) -> tuple[set[Value], set[tuple[Value, Value]]]:
-    """Return `(nodes, edges)`: every Value reachable from `root`, and each (child, parent) use (task 3.1).
+    """Return `(nodes, edges)`: every Value reachable from `root`, and each (child,
+    parent) use (task 3.1).
 
     An edge `(a, b)` means `a` is one of the Values `b` was computed from
     (`a in b._prev`). A Value used twice appears once.
@@ -34,7 +35,8 @@ def trace(root: Value) -> tuple[set[Value], set[tuple[Value, Value]]]:
 
 
 def draw_dot(root: Value) -> Digraph:
-    """Return a `graphviz.Digraph` of the graph behind `root`, left to right (task 3.2).
+    """Return a `graphviz.Digraph` of the graph behind `root`, left to right
+    (task 3.2).
 
     Left to right is the graph attribute `rankdir='LR'`. One `shape='record'`
     node per Value, named `str(id(value))`, with the label
