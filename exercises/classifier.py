@@ -18,11 +18,17 @@ from .engine import Value
 from .nn import MLP, Module
 
 
-def moons(n_samples: int = 100, noise: float = 0.1, seed: int = 1) -> tuple[list[list[float]], list[int]]:
-    """Two interleaving half-moons, labelled -1 and +1: scikit-learn's `make_moons`, point for point.
+def moons(
+    n_samples: int = 100,
+    noise: float = 0.1,
+    seed: int = 1,
+) -> tuple[list[list[float]], list[int]]:
+    """Two interleaving half-moons, labelled -1 and +1: scikit-learn's `make_moons`,
+    point for point.
 
-    Made here with NumPy as scikit-learn makes them (the same points for the same seed), so that the course
-    does not install scikit-learn and SciPy (about 190 MB) for one data set.
+    Made here with NumPy as scikit-learn makes them (the same points for the same
+    seed), so that the course does not install scikit-learn and SciPy (about 190 MB)
+    for one data set.
     """
     import numpy as np
 
@@ -37,68 +43,96 @@ def moons(n_samples: int = 100, noise: float = 0.1, seed: int = 1) -> tuple[list
     return X.tolist(), [int(label) * 2 - 1 for label in y[order]]
 
 
-def held_out_moons(n_samples: int = 200, noise: float = 0.1, seed: int = 2) -> tuple[list[list[float]], list[int]]:
-    """Points held back from training: a second draw of the same two moons, with its own seed.
+def held_out_moons(
+    n_samples: int = 200,
+    noise: float = 0.1,
+    seed: int = 2,
+) -> tuple[list[list[float]], list[int]]:
+    """Points held back from training: a second draw of the same two moons, with its
+    own seed.
 
-    The training points are `moons()` (100 points, seed 1); these share no draw with them, so the
-    accuracy on them says how the trained model does on points it has never seen.
+    The training points are `moons()` (100 points, seed 1); these share no draw with
+    them, so the accuracy on them says how the trained model does on points it has
+    never seen.
     """
     return moons(n_samples, noise, seed)
 
 
 def classifier_model(seed: int = 1337) -> MLP:
-    """The lesson's network: MLP(2, [16, 16, 1]), ReLU hidden layers, a linear output score."""
+    """The lesson's network: MLP(2, [16, 16, 1]), ReLU hidden layers, a linear output
+    score.
+    """
     random.seed(seed)
     return MLP(2, [16, 16, 1], act="relu", linear_output=True)
 
 
 def hinge_loss(scores: list[Value], labels: list[int]) -> Value:
-    """Return the max-margin loss: the mean of relu(1 - yᵢ·scoreᵢ) over the examples (task 12.1)."""
-    # TODO(task 12.1): hinge_loss. See the docstring above.
+    """Return the max-margin loss: the mean of relu(1 - yᵢ·scoreᵢ) over the examples
+    (task 12.1).
+    """
+    # TODO(task 12.1): hinge_loss: see the docstring.
     raise NotImplementedError("task 12.1: hinge_loss")
 
 
 def l2_penalty(parameters: list[Value], alpha: float = 1e-4) -> Value:
-    """Return α·Σ p², the regularisation term that keeps the weights small (task 12.2)."""
-    # TODO(task 12.2): l2_penalty. See the docstring above.
+    """Return α·Σ p², the regularisation term that keeps the weights small
+    (task 12.2).
+    """
+    # TODO(task 12.2): l2_penalty: see the docstring.
     raise NotImplementedError("task 12.2: l2_penalty")
 
 
 def accuracy(scores: list[Value], labels: list[int]) -> float:
-    """Return the share of examples with sign(score) = label, between 0 and 1 (task 12.3).
+    """Return the share of examples with sign(score) = label, between 0 and 1
+    (task 12.3).
 
     A score of exactly 0 counts as wrong for either label.
     """
-    # TODO(task 12.3): accuracy. See the docstring above.
+    # TODO(task 12.3): accuracy: see the docstring.
     raise NotImplementedError("task 12.3: accuracy")
 
 
-def train_step(model: Module, X: list[list[float]], y: list[int], learning_rate: float) -> tuple[float, float]:
-    """One step of training on the examples `X`, `y`; return the step's `(loss, accuracy)` (task 12.4).
+def train_step(
+    model: Module,
+    X: list[list[float]],
+    y: list[int],
+    learning_rate: float,
+) -> tuple[float, float]:
+    """One step of training on the examples `X`, `y`; return the step's
+    `(loss, accuracy)` (task 12.4).
 
     Compute the scores, the total loss `hinge_loss + l2_penalty(model.parameters())`,
-    zero the gradients, backpropagate, and move each parameter by `-learning_rate · grad`.
+    zero the gradients, backpropagate, and move each parameter by
+    `-learning_rate · grad`. The accuracy is that of the scores computed before the
+    update, the ones the loss was computed from.
     """
-    # TODO(task 12.4): train_step and train_classifier. See the docstring above.
+    # TODO(task 12.4): train_step and train_classifier: see the docstring.
     raise NotImplementedError("task 12.4: train_step and train_classifier")
 
 
 def train_classifier(
-    model: Module, X: list[list[float]], y: list[int], steps: int = 100, batch_size: int | None = None, seed: int = 0
+    model: Module,
+    X: list[list[float]],
+    y: list[int],
+    steps: int = 100,
+    batch_size: int | None = None,
+    seed: int = 0,
 ) -> list[tuple[float, float]]:
-    """Run `steps` calls of `train_step` and return their `(loss, accuracy)` (task 12.4).
+    """Run `steps` calls of `train_step` and return their `(loss, accuracy)`
+    (task 12.4).
 
     Step k uses the learning rate 1.0 - 0.9·k/steps (1.0 down to 0.1). With
     `batch_size`, each step uses the examples `rng.sample(range(len(X)), batch_size)`
     from one `rng = random.Random(seed)` made before the loop; otherwise all of them.
     """
-    # TODO(task 12.4): train_step and train_classifier. See the docstring above.
+    # TODO(task 12.4): train_step and train_classifier: see the docstring.
     raise NotImplementedError("task 12.4: train_step and train_classifier")
 
 
 @contextmanager
 def collect_garbage_once_per_step():
-    """Pause Python's cyclic garbage collector; yield `gc.collect` to call once per step.
+    """Pause Python's cyclic garbage collector; yield `gc.collect` to call once per
+    step.
 
     Every `_backward` closure refers to its own output, so each step leaves a
     graph full of reference cycles; with automatic collection Python walks the

@@ -23,31 +23,46 @@ def _check_step(h: float) -> None:
         raise ValueError(f"the step h must be a positive number, got {h!r}")
 
 
-def forward_difference(fn: Callable[[float], float], x: float, h: float = 1e-6) -> float:
-    """Estimate fn'(x) as the rise over the run of a small step forward, (fn(x + h) - fn(x)) / h (task 1.1).
+def forward_difference(
+    fn: Callable[[float], float],
+    x: float,
+    h: float = 1e-6,
+) -> float:
+    """Estimate fn'(x) as the rise over the run of a small step forward,
+    (fn(x + h) - fn(x)) / h (task 1.1).
 
     Raises `ValueError` when `h` is not a positive number.
     """
-    # TODO(task 1.1): forward_difference. See the docstring above.
+    # TODO(task 1.1): forward_difference: see the docstring.
     raise NotImplementedError("task 1.1: forward_difference")
 
 
-def central_difference(fn: Callable[[float], float], x: float, h: float = 1e-5) -> float:
-    """Estimate fn'(x) from a step either side, (fn(x + h) - fn(x - h)) / (2h) (task 1.2).
+def central_difference(
+    fn: Callable[[float], float],
+    x: float,
+    h: float = 1e-5,
+) -> float:
+    """Estimate fn'(x) from a step either side, (fn(x + h) - fn(x - h)) / (2h)
+    (task 1.2).
 
     Its error shrinks like h², against h for the forward difference.
     Raises `ValueError` when `h` is not a positive number.
     """
-    # TODO(task 1.2): central_difference. See the docstring above.
+    # TODO(task 1.2): central_difference: see the docstring.
     raise NotImplementedError("task 1.2: central_difference")
 
 
-def partial_derivative(fn: Callable[..., float], args: Sequence[float], i: int, h: float = 1e-4) -> float:
+def partial_derivative(
+    fn: Callable[..., float],
+    args: Sequence[float],
+    i: int,
+    h: float = 1e-4,
+) -> float:
     """Estimate ∂fn/∂args[i] by nudging only argument `i` forward by `h` (task 1.3).
 
     `fn` takes the arguments positionally: `fn(*args)`. The other arguments
     stay as they are. Raises `ValueError` when `h` is not a positive number
     and `IndexError` when `i` does not name an argument.
     """
-    # TODO(task 1.3): partial_derivative. See the docstring above.
+    # TODO(task 1.3): partial_derivative: see the docstring.
     raise NotImplementedError("task 1.3: partial_derivative")

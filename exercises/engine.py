@@ -29,9 +29,17 @@ import math
 
 
 class Value:
-    """One scalar in a computation graph, with the gradient of the output w.r.t. it."""
+    """One scalar in a computation graph, with the gradient of the output w.r.t.
+    it.
+    """
 
-    def __init__(self, data: float, _children: tuple = (), _op: str = "", label: str = ""):
+    def __init__(
+        self,
+        data: float,
+        _children: tuple = (),
+        _op: str = "",
+        label: str = "",
+    ):
         """Wrap the number `data` (task 2.1).
 
         Sets `data`, `grad = 0.0`, `_prev` (the set of the Values in `_children`),
@@ -39,55 +47,62 @@ class Value:
         `label` (a name for drawing), and `_backward`, a function that does nothing
         for now (operations replace it).
         """
-        # TODO(task 2.1): Value.__init__. See the docstring above.
+        # TODO(task 2.1): Value.__init__: see the docstring.
         raise NotImplementedError("task 2.1: Value.__init__")
 
     def __repr__(self) -> str:
         """Return `Value(data=4.0)`: the class name and the data (task 2.2)."""
-        # TODO(task 2.2): Value.__repr__. See the docstring above.
+        # TODO(task 2.2): Value.__repr__: see the docstring.
         raise NotImplementedError("task 2.2: Value.__repr__")
 
     def __add__(self, other: Value | float) -> Value:
-        """Return `self + other` as a new Value with children `(self, other)` and op `'+'`.
+        """Return `self + other` as a new Value with children `(self, other)` and op
+        `'+'`.
 
         Forward pass: task 2.3; `other` may be a plain number, which is wrapped as
         `Value(other)` first. Backward (the `_backward` closure): task 5.2.
         """
-        # TODO(task 2.3): Value.__add__ forward. See the docstring above.
+        # TODO(task 2.3): Value.__add__ forward: see the docstring.
         raise NotImplementedError("task 2.3: Value.__add__ forward")
 
         def _backward():
             # d(out)/d(self) = d(out)/d(other) = 1
-            # TODO(task 5.2): Value.__add__ backward. See the docstring above. Also task 7.1: a later task revisits this code.
+            # TODO(task 5.2): Value.__add__ backward: see the docstring.
+            # Also task 7.1: a later task revisits this code.
             raise NotImplementedError("task 5.2: Value.__add__ backward")
 
         out._backward = _backward
         return out
 
     def __mul__(self, other: Value | float) -> Value:
-        """Return `self * other` as a new Value with children `(self, other)` and op `'*'`.
+        """Return `self * other` as a new Value with children `(self, other)` and op
+        `'*'`.
 
         Forward pass: task 2.4; a plain number is wrapped as `Value(other)` first.
         Backward: task 5.3.
         """
-        # TODO(task 2.4): Value.__mul__ forward. See the docstring above.
+        # TODO(task 2.4): Value.__mul__ forward: see the docstring.
         raise NotImplementedError("task 2.4: Value.__mul__ forward")
 
         def _backward():
             # d(out)/d(self) = other, d(out)/d(other) = self
-            # TODO(task 5.3): Value.__mul__ backward. See the docstring above. Also task 7.1: a later task revisits this code.
+            # TODO(task 5.3): Value.__mul__ backward: see the docstring.
+            # Also task 7.1: a later task revisits this code.
             raise NotImplementedError("task 5.3: Value.__mul__ backward")
 
         out._backward = _backward
         return out
 
     def tanh(self) -> Value:
-        """Return tanh(self) with op `'tanh'`; its local derivative is 1 - tanh² (task 5.1)."""
-        # TODO(task 5.1): Value.tanh. See the docstring above.
+        """Return tanh(self) with op `'tanh'`; its local derivative is 1 - tanh²
+        (task 5.1).
+        """
+        # TODO(task 5.1): Value.tanh: see the docstring.
         raise NotImplementedError("task 5.1: Value.tanh")
 
         def _backward():
-            # TODO(task 5.1): Value.tanh. See the docstring above. Also task 7.1: a later task revisits this code.
+            # TODO(task 5.1): Value.tanh: see the docstring.
+            # Also task 7.1: a later task revisits this code.
             raise NotImplementedError("task 5.1: Value.tanh")
 
         out._backward = _backward
@@ -102,56 +117,68 @@ class Value:
         graph 100,000 operations deep (or a million) works under Python's default
         recursion limit, which must not be raised.
         """
-        # TODO(task 6.1): Value.backward. See the docstring above. Also task 6.2: a later task revisits this code.
+        # TODO(task 6.1): Value.backward: see the docstring.
+        # Also task 6.2: a later task revisits this code.
         raise NotImplementedError("task 6.1: Value.backward")
 
     def __radd__(self, other: float) -> Value:
-        """Return `other + self` for a plain number `other`, as in `1 + a` (task 8.1)."""
-        # TODO(task 8.1): Value.__radd__ and __rmul__. See the docstring above.
+        """Return `other + self` for a plain number `other`, as in `1 + a`
+        (task 8.1).
+        """
+        # TODO(task 8.1): Value.__radd__ and __rmul__: see the docstring.
         raise NotImplementedError("task 8.1: Value.__radd__ and __rmul__")
 
     def __rmul__(self, other: float) -> Value:
-        """Return `other * self` for a plain number `other`, as in `2 * a` (task 8.1)."""
-        # TODO(task 8.1): Value.__radd__ and __rmul__. See the docstring above.
+        """Return `other * self` for a plain number `other`, as in `2 * a`
+        (task 8.1).
+        """
+        # TODO(task 8.1): Value.__radd__ and __rmul__: see the docstring.
         raise NotImplementedError("task 8.1: Value.__radd__ and __rmul__")
 
     def __pow__(self, other: int | float) -> Value:
-        """Return `self ** other` for an int or float exponent, with op `'**k'` (task 8.2).
+        """Return `self ** other` for an int or float exponent `other` (task 8.2).
 
-        The exponent is a plain number, not a Value: anything else raises a
+        The op names the exponent: `f"**{other}"`, so `'**2'` for `a**2`. The
+        exponent is a plain number, not a Value: anything else raises a
         `TypeError` that says so. Local derivative: other · self^(other - 1).
         """
-        # TODO(task 8.2): Value.__pow__. See the docstring above.
+        # TODO(task 8.2): Value.__pow__: see the docstring.
         raise NotImplementedError("task 8.2: Value.__pow__")
 
     def __neg__(self) -> Value:
         """Return `-self`, built as `self * -1` (task 8.3)."""
-        # TODO(task 8.3): Value.__neg__, __sub__ and __rsub__. See the docstring above.
+        # TODO(task 8.3): Value.__neg__, __sub__ and __rsub__: see the docstring.
         raise NotImplementedError("task 8.3: Value.__neg__, __sub__ and __rsub__")
 
     def __sub__(self, other: Value | float) -> Value:
         """Return `self - other`, built as `self + (-other)` (task 8.3)."""
-        # TODO(task 8.3): Value.__neg__, __sub__ and __rsub__. See the docstring above.
+        # TODO(task 8.3): Value.__neg__, __sub__ and __rsub__: see the docstring.
         raise NotImplementedError("task 8.3: Value.__neg__, __sub__ and __rsub__")
 
     def __rsub__(self, other: float) -> Value:
-        """Return `other - self` for a plain number `other`, as in `1 - a` (task 8.3)."""
-        # TODO(task 8.3): Value.__neg__, __sub__ and __rsub__. See the docstring above.
+        """Return `other - self` for a plain number `other`, as in `1 - a`
+        (task 8.3).
+        """
+        # TODO(task 8.3): Value.__neg__, __sub__ and __rsub__: see the docstring.
         raise NotImplementedError("task 8.3: Value.__neg__, __sub__ and __rsub__")
 
     def __truediv__(self, other: Value | float) -> Value:
         """Return `self / other`, built as `self * other**-1` (task 8.4)."""
-        # TODO(task 8.4): Value.__truediv__ and __rtruediv__. See the docstring above.
+        # TODO(task 8.4): Value.__truediv__ and __rtruediv__: see the docstring.
         raise NotImplementedError("task 8.4: Value.__truediv__ and __rtruediv__")
 
     def __rtruediv__(self, other: float) -> Value:
-        """Return `other / self` for a plain number `other`, as in `10.0 / a` (task 8.4)."""
-        # TODO(task 8.4): Value.__truediv__ and __rtruediv__. See the docstring above.
+        """Return `other / self` for a plain number `other`, as in `10.0 / a`
+        (task 8.4).
+        """
+        # TODO(task 8.4): Value.__truediv__ and __rtruediv__: see the docstring.
         raise NotImplementedError("task 8.4: Value.__truediv__ and __rtruediv__")
 
     def exp(self) -> Value:
-        """Return e^self with op `'exp'`; the derivative of e^x is e^x itself (task 8.5)."""
-        # TODO(task 8.5): Value.exp. See the docstring above.
+        """Return e^self with op `'exp'`; the derivative of e^x is e^x itself
+        (task 8.5).
+        """
+        # TODO(task 8.5): Value.exp: see the docstring.
         raise NotImplementedError("task 8.5: Value.exp")
 
     def relu(self) -> Value:
@@ -160,5 +187,5 @@ class Value:
         The gradient passes where the output is positive and is blocked
         elsewhere, including at exactly 0.
         """
-        # TODO(task 8.6): Value.relu. See the docstring above.
+        # TODO(task 8.6): Value.relu: see the docstring.
         raise NotImplementedError("task 8.6: Value.relu")

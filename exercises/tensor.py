@@ -1,4 +1,5 @@
-"""From scalars to tensors: the engine's rules applied to whole arrays at once (bonus lesson 14).
+"""From scalars to tensors: the engine's rules applied to whole arrays at once
+(bonus lesson 14).
 
 A `Tensor` holds a NumPy array of float64 numbers instead of one float. It
 keeps `data`, `grad` (an array of the same shape, zeros at first), `_prev`,
@@ -26,7 +27,8 @@ import numpy as np
 
 
 def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Return `grad` summed down to `shape`, the shape of an input that broadcasting stretched (task 14.1).
+    """Return `grad` summed down to `shape`, the shape of an input that broadcasting
+    stretched (task 14.1).
 
     NumPy lines two shapes up from the right, puts axes of length 1 in front
     of the shorter one, then repeats every axis of length 1 to the other's
@@ -36,15 +38,19 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     `shape`: (3, 4) down to (1, 4) or to (4,) sums the three rows; (3, 4) down
     to (3, 1) sums each row; down to () sums everything.
     """
-    # TODO(task 14.1): unbroadcast. See the docstring above.
+    # TODO(task 14.1): unbroadcast: see the docstring.
     raise NotImplementedError("task 14.1: unbroadcast")
 
 
 class Tensor:
-    """An array of numbers in a computation graph, with the gradient of the output w.r.t. each number."""
+    """An array of numbers in a computation graph, with the gradient of the output
+    w.r.t. each number.
+    """
 
     def __init__(self, data, _children: tuple = (), _op: str = ""):
-        """Wrap `data` (a number, a nested list or an array) as a float64 array; `grad` starts as zeros."""
+        """Wrap `data` (a number, a nested list or an array) as a float64 array;
+        `grad` starts as zeros.
+        """
         self.data = np.array(data, dtype=np.float64)  # a copy: a Tensor never shares its numbers
         self.grad = np.zeros_like(self.data)
         self._backward = lambda: None
@@ -59,21 +65,23 @@ class Tensor:
         return f"Tensor(shape={self.shape}, data={self.data.tolist()})"
 
     def __add__(self, other: Tensor | float) -> Tensor:
-        """Return `self + other`, element by element with NumPy's broadcasting, op `'+'` (task 14.2).
+        """Return `self + other`, element by element with NumPy's broadcasting, op
+        `'+'` (task 14.2).
 
         `other` may be a number or an array, wrapped as a Tensor first. Each
         input receives `out.grad`, summed down to its own shape (`unbroadcast`).
         """
-        # TODO(task 14.2): Tensor.__add__ and __mul__. See the docstring above.
+        # TODO(task 14.2): Tensor.__add__ and __mul__: see the docstring.
         raise NotImplementedError("task 14.2: Tensor.__add__ and __mul__")
 
     def __mul__(self, other: Tensor | float) -> Tensor:
-        """Return `self * other`, element by element with broadcasting, op `'*'` (task 14.2).
+        """Return `self * other`, element by element with broadcasting, op `'*'`
+        (task 14.2).
 
         Each input receives the other input's data times `out.grad`, summed down
         to its own shape.
         """
-        # TODO(task 14.2): Tensor.__add__ and __mul__. See the docstring above.
+        # TODO(task 14.2): Tensor.__add__ and __mul__: see the docstring.
         raise NotImplementedError("task 14.2: Tensor.__add__ and __mul__")
 
     def __neg__(self) -> Tensor:
@@ -83,25 +91,30 @@ class Tensor:
         return self + (-other if isinstance(other, Tensor) else -np.asarray(other, dtype=np.float64))
 
     def __matmul__(self, other: Tensor) -> Tensor:
-        """Return the matrix product `self @ other` of an (n, k) and a (k, m) matrix, op `'@'` (task 14.3).
+        """Return the matrix product `self @ other` of an (n, k) and a (k, m) matrix,
+        op `'@'` (task 14.3).
 
         With G = `out.grad`, of shape (n, m): self receives G @ otherᵀ, of shape
         (n, k), and other receives selfᵀ @ G, of shape (k, m).
         """
-        # TODO(task 14.3): Tensor.__matmul__. See the docstring above.
+        # TODO(task 14.3): Tensor.__matmul__: see the docstring.
         raise NotImplementedError("task 14.3: Tensor.__matmul__")
 
     def tanh(self) -> Tensor:
-        """Return tanh of every element, op `'tanh'`; the local derivative is 1 - tanh², elementwise (task 14.4)."""
-        # TODO(task 14.4): Tensor.tanh and Tensor.sum. See the docstring above.
+        """Return tanh of every element, op `'tanh'`; the local derivative is 1 -
+        tanh², elementwise (task 14.4).
+        """
+        # TODO(task 14.4): Tensor.tanh and Tensor.sum: see the docstring.
         raise NotImplementedError("task 14.4: Tensor.tanh and Tensor.sum")
 
     def sum(self) -> Tensor:
-        """Return the sum of all elements as a Tensor of shape (), op `'sum'` (task 14.4).
+        """Return the sum of all elements as a Tensor of shape (), op `'sum'`
+        (task 14.4).
 
-        Every element is one term of the sum: each receives `out.grad` (a single number).
+        Every element is one term of the sum: each receives `out.grad` (a single
+        number).
         """
-        # TODO(task 14.4): Tensor.tanh and Tensor.sum. See the docstring above.
+        # TODO(task 14.4): Tensor.tanh and Tensor.sum: see the docstring.
         raise NotImplementedError("task 14.4: Tensor.tanh and Tensor.sum")
 
     def backward(self) -> None:
@@ -112,21 +125,27 @@ class Tensor:
         (dL/dL = 1 for each element), then every node's `_backward` once, from
         `self` back to the leaves.
         """
-        # TODO(task 14.5): Tensor.backward. See the docstring above.
+        # TODO(task 14.5): Tensor.backward: see the docstring.
         raise NotImplementedError("task 14.5: Tensor.backward")
 
 
 class TensorMLP:
-    """Lesson 11's MLP with one weight matrix and one bias row per layer: each layer is tanh(x @ W + b)."""
+    """Lesson 11's MLP with one weight matrix and one bias row per layer: each layer
+    is tanh(x @ W + b).
+    """
 
     def __init__(self, weights: list, biases: list):
-        """Keep `weights` (matrices of shape (nin, nout)) and `biases` (rows of shape (1, nout)) as Tensors."""
+        """Keep `weights` (matrices of shape (nin, nout)) and `biases` (rows of shape
+        (1, nout)) as Tensors.
+        """
         self.weights = [Tensor(w) for w in weights]
         self.biases = [Tensor(np.reshape(b, (1, -1))) for b in biases]
 
     @classmethod
     def from_mlp(cls, mlp) -> TensorMLP:
-        """The same network as a scalar `MLP` of lesson 10: column j of a layer's W holds neuron j's weights."""
+        """The same network as a scalar `MLP` of lesson 10: column j of a layer's W
+        holds neuron j's weights.
+        """
         weights = [
             [[n.w[i].data for n in layer.neurons] for i in range(len(layer.neurons[0].w))] for layer in mlp.layers
         ]
@@ -134,11 +153,12 @@ class TensorMLP:
         return cls(weights, biases)
 
     def __call__(self, x: Tensor) -> Tensor:
-        """Return the outputs for a batch `x` of shape (n, nin): one row per example (task 14.6).
+        """Return the outputs for a batch `x` of shape (n, nin): one row per example
+        (task 14.6).
 
         Every layer, the last one too, maps its input to tanh(x @ W + b).
         """
-        # TODO(task 14.6): TensorMLP, its loss and its training. See the docstring above.
+        # TODO(task 14.6): TensorMLP, its loss and its training: see the docstring.
         raise NotImplementedError("task 14.6: TensorMLP, its loss and its training")
 
     def parameters(self) -> list[Tensor]:
@@ -151,26 +171,35 @@ class TensorMLP:
 
 
 def squared_error(predictions: Tensor, targets: list[float]) -> Tensor:
-    """Return Σ (ŷ - y)² over the batch as a Tensor of shape (), for predictions of shape (n, 1) (task 14.6)."""
-    # TODO(task 14.6): TensorMLP, its loss and its training. See the docstring above.
+    """Return Σ (ŷ - y)² over the batch as a Tensor of shape (), for predictions of
+    shape (n, 1) (task 14.6).
+    """
+    # TODO(task 14.6): TensorMLP, its loss and its training: see the docstring.
     raise NotImplementedError("task 14.6: TensorMLP, its loss and its training")
 
 
 def train_tensor_mlp(
-    model: TensorMLP, xs: list[list[float]], ys: list[float], steps: int = 20, learning_rate: float = 0.05
+    model: TensorMLP,
+    xs: list[list[float]],
+    ys: list[float],
+    steps: int = 20,
+    learning_rate: float = 0.05,
 ) -> list[float]:
-    """Lesson 11's training loop on the whole batch at once; return the loss of each step as floats (task 14.6).
+    """Lesson 11's training loop on the whole batch at once; return the loss of each
+    step as floats (task 14.6).
 
     Each step: the outputs for `Tensor(xs)`, `squared_error`, zero the
     gradients, `backward()`, then `p.data += -learning_rate * p.grad` for every
     parameter. The loss recorded for a step is the one computed before its update.
     """
-    # TODO(task 14.6): TensorMLP, its loss and its training. See the docstring above.
+    # TODO(task 14.6): TensorMLP, its loss and its training: see the docstring.
     raise NotImplementedError("task 14.6: TensorMLP, its loss and its training")
 
 
 def lesson_model(seed: int = 1337) -> TensorMLP:
-    """Lesson 11's network, MLP(3, [4, 4, 1]) from the same seed, as matrices: the same numbers."""
+    """Lesson 11's network, MLP(3, [4, 4, 1]) from the same seed, as matrices: the
+    same numbers.
+    """
     from .train import lesson_model as scalar_model
 
     return TensorMLP.from_mlp(scalar_model(seed))

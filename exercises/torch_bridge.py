@@ -1,4 +1,5 @@
-"""The same ideas in PyTorch: the lesson-5 neuron, and tanh as a custom autograd Function (lesson 9).
+"""The same ideas in PyTorch: the lesson-5 neuron, and tanh as a custom autograd
+Function (lesson 9).
 
 Tasks in this file (the list is written by `python -m autograder build`):
 
@@ -11,28 +12,37 @@ from __future__ import annotations
 import torch
 
 
-def torch_neuron(x1: float, x2: float, w1: float, w2: float, b: float) -> tuple[float, dict[str, float]]:
-    """Compute o = tanh(x1·w1 + x2·w2 + b) with PyTorch and backpropagate from o (task 9.1).
+def torch_neuron(
+    x1: float,
+    x2: float,
+    w1: float,
+    w2: float,
+    b: float,
+) -> tuple[float, dict[str, float]]:
+    """Compute o = tanh(x1·w1 + x2·w2 + b) with PyTorch and backpropagate from o
+    (task 9.1).
 
     Use float64 scalar tensors with `requires_grad=True`, `torch.tanh` and
     `o.backward()`. Returns `(o, grads)`, with `grads` mapping `'x1', 'x2',
     'w1', 'w2', 'b'` to plain floats.
     """
-    # TODO(task 9.1): torch_neuron. See the docstring above.
+    # TODO(task 9.1): torch_neuron: see the docstring.
     raise NotImplementedError("task 9.1: torch_neuron")
 
 
 class Tanh(torch.autograd.Function):
-    """tanh written the PyTorch way: a forward that saves what backward needs, and a backward (task 9.2)."""
+    """tanh written the PyTorch way: a forward that saves what backward needs, and a
+    backward (task 9.2).
+    """
 
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
         """Return tanh(x) and save it on `ctx` for the backward pass (task 9.2)."""
-        # TODO(task 9.2): Tanh autograd Function. See the docstring above.
+        # TODO(task 9.2): Tanh autograd Function: see the docstring.
         raise NotImplementedError("task 9.2: Tanh autograd Function")
 
     @staticmethod
     def backward(ctx, grad_output: torch.Tensor) -> torch.Tensor:
         """Return the gradient w.r.t. x: (1 - tanh²) × grad_output (task 9.2)."""
-        # TODO(task 9.2): Tanh autograd Function. See the docstring above.
+        # TODO(task 9.2): Tanh autograd Function: see the docstring.
         raise NotImplementedError("task 9.2: Tanh autograd Function")

@@ -19,31 +19,40 @@ YS = [1.0, -1.0, -1.0, 1.0]
 
 def squared_error_loss(predictions: list[Value], targets: list[float]) -> Value:
     """Return Σ (ŷ - y)² over the examples, as one Value (task 11.1)."""
-    # TODO(task 11.1): squared_error_loss. See the docstring above.
+    # TODO(task 11.1): squared_error_loss: see the docstring.
     raise NotImplementedError("task 11.1: squared_error_loss")
 
 
 def sgd_step(parameters: list[Value], learning_rate: float) -> None:
-    """Move every parameter against its gradient: `p.data += -learning_rate * p.grad` (task 11.2)."""
-    # TODO(task 11.2): sgd_step. See the docstring above.
+    """Move every parameter against its gradient: `p.data += -learning_rate * p.grad`
+    (task 11.2).
+    """
+    # TODO(task 11.2): sgd_step: see the docstring.
     raise NotImplementedError("task 11.2: sgd_step")
 
 
 def train(
-    model: Module, xs: list[list[float]], ys: list[float], steps: int = 20, learning_rate: float = 0.05
+    model: Module,
+    xs: list[list[float]],
+    ys: list[float],
+    steps: int = 20,
+    learning_rate: float = 0.05,
 ) -> list[float]:
-    """Run `steps` rounds of gradient descent and return the loss of each round as floats (task 11.3).
+    """Run `steps` rounds of gradient descent and return the loss of each round as
+    floats (task 11.3).
 
     Each round: forward pass on every example, `squared_error_loss`, zero the
     gradients, `backward()`, `sgd_step`. The loss recorded for a round is the
     one computed before that round's update.
     """
-    # TODO(task 11.3): train. See the docstring above.
+    # TODO(task 11.3): train: see the docstring.
     raise NotImplementedError("task 11.3: train")
 
 
 def lesson_model(seed: int = 1337) -> MLP:
-    """The lesson's network, MLP(3, [4, 4, 1]) with tanh neurons, from a fixed seed."""
+    """The lesson's network, MLP(3, [4, 4, 1]) with tanh neurons, from a fixed
+    seed.
+    """
     import random
 
     random.seed(seed)

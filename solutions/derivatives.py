@@ -23,8 +23,13 @@ def _check_step(h: float) -> None:
         raise ValueError(f"the step h must be a positive number, got {h!r}")
 
 
-def forward_difference(fn: Callable[[float], float], x: float, h: float = 1e-6) -> float:
-    """Estimate fn'(x) as the rise over the run of a small step forward, (fn(x + h) - fn(x)) / h (task 1.1).
+def forward_difference(
+    fn: Callable[[float], float],
+    x: float,
+    h: float = 1e-6,
+) -> float:
+    """Estimate fn'(x) as the rise over the run of a small step forward,
+    (fn(x + h) - fn(x)) / h (task 1.1).
 
     Raises `ValueError` when `h` is not a positive number.
     """
@@ -34,8 +39,13 @@ def forward_difference(fn: Callable[[float], float], x: float, h: float = 1e-6) 
     ### END SOLUTION
 
 
-def central_difference(fn: Callable[[float], float], x: float, h: float = 1e-5) -> float:
-    """Estimate fn'(x) from a step either side, (fn(x + h) - fn(x - h)) / (2h) (task 1.2).
+def central_difference(
+    fn: Callable[[float], float],
+    x: float,
+    h: float = 1e-5,
+) -> float:
+    """Estimate fn'(x) from a step either side, (fn(x + h) - fn(x - h)) / (2h)
+    (task 1.2).
 
     Its error shrinks like h², against h for the forward difference.
     Raises `ValueError` when `h` is not a positive number.
@@ -46,7 +56,12 @@ def central_difference(fn: Callable[[float], float], x: float, h: float = 1e-5) 
     ### END SOLUTION
 
 
-def partial_derivative(fn: Callable[..., float], args: Sequence[float], i: int, h: float = 1e-4) -> float:
+def partial_derivative(
+    fn: Callable[..., float],
+    args: Sequence[float],
+    i: int,
+    h: float = 1e-4,
+) -> float:
     """Estimate ∂fn/∂args[i] by nudging only argument `i` forward by `h` (task 1.3).
 
     `fn` takes the arguments positionally: `fn(*args)`. The other arguments

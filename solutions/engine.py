@@ -29,9 +29,17 @@ import math
 
 
 class Value:
-    """One scalar in a computation graph, with the gradient of the output w.r.t. it."""
+    """One scalar in a computation graph, with the gradient of the output w.r.t.
+    it.
+    """
 
-    def __init__(self, data: float, _children: tuple = (), _op: str = "", label: str = ""):
+    def __init__(
+        self,
+        data: float,
+        _children: tuple = (),
+        _op: str = "",
+        label: str = "",
+    ):
         """Wrap the number `data` (task 2.1).
 
         Sets `data`, `grad = 0.0`, `_prev` (the set of the Values in `_children`),
@@ -55,7 +63,8 @@ class Value:
         ### END SOLUTION
 
     def __add__(self, other: Value | float) -> Value:
-        """Return `self + other` as a new Value with children `(self, other)` and op `'+'`.
+        """Return `self + other` as a new Value with children `(self, other)` and op
+        `'+'`.
 
         Forward pass: task 2.3; `other` may be a plain number, which is wrapped as
         `Value(other)` first. Backward (the `_backward` closure): task 5.2.
@@ -76,7 +85,8 @@ class Value:
         return out
 
     def __mul__(self, other: Value | float) -> Value:
-        """Return `self * other` as a new Value with children `(self, other)` and op `'*'`.
+        """Return `self * other` as a new Value with children `(self, other)` and op
+        `'*'`.
 
         Forward pass: task 2.4; a plain number is wrapped as `Value(other)` first.
         Backward: task 5.3.
@@ -97,7 +107,9 @@ class Value:
         return out
 
     def tanh(self) -> Value:
-        """Return tanh(self) with op `'tanh'`; its local derivative is 1 - tanh² (task 5.1)."""
+        """Return tanh(self) with op `'tanh'`; its local derivative is 1 - tanh²
+        (task 5.1).
+        """
         ### BEGIN SOLUTION (task 5.1)
         t = math.tanh(self.data)
         out = Value(t, (self,), "tanh")
@@ -137,21 +149,26 @@ class Value:
         ### END SOLUTION
 
     def __radd__(self, other: float) -> Value:
-        """Return `other + self` for a plain number `other`, as in `1 + a` (task 8.1)."""
+        """Return `other + self` for a plain number `other`, as in `1 + a`
+        (task 8.1).
+        """
         ### BEGIN SOLUTION (task 8.1)
         return self + other
         ### END SOLUTION
 
     def __rmul__(self, other: float) -> Value:
-        """Return `other * self` for a plain number `other`, as in `2 * a` (task 8.1)."""
+        """Return `other * self` for a plain number `other`, as in `2 * a`
+        (task 8.1).
+        """
         ### BEGIN SOLUTION (task 8.1)
         return self * other
         ### END SOLUTION
 
     def __pow__(self, other: int | float) -> Value:
-        """Return `self ** other` for an int or float exponent, with op `'**k'` (task 8.2).
+        """Return `self ** other` for an int or float exponent `other` (task 8.2).
 
-        The exponent is a plain number, not a Value: anything else raises a
+        The op names the exponent: `f"**{other}"`, so `'**2'` for `a**2`. The
+        exponent is a plain number, not a Value: anything else raises a
         `TypeError` that says so. Local derivative: other · self^(other - 1).
         """
         ### BEGIN SOLUTION (task 8.2)
@@ -179,7 +196,9 @@ class Value:
         ### END SOLUTION
 
     def __rsub__(self, other: float) -> Value:
-        """Return `other - self` for a plain number `other`, as in `1 - a` (task 8.3)."""
+        """Return `other - self` for a plain number `other`, as in `1 - a`
+        (task 8.3).
+        """
         ### BEGIN SOLUTION (task 8.3)
         return other + (-self)
         ### END SOLUTION
@@ -191,13 +210,17 @@ class Value:
         ### END SOLUTION
 
     def __rtruediv__(self, other: float) -> Value:
-        """Return `other / self` for a plain number `other`, as in `10.0 / a` (task 8.4)."""
+        """Return `other / self` for a plain number `other`, as in `10.0 / a`
+        (task 8.4).
+        """
         ### BEGIN SOLUTION (task 8.4)
         return other * self**-1
         ### END SOLUTION
 
     def exp(self) -> Value:
-        """Return e^self with op `'exp'`; the derivative of e^x is e^x itself (task 8.5)."""
+        """Return e^self with op `'exp'`; the derivative of e^x is e^x itself
+        (task 8.5).
+        """
         ### BEGIN SOLUTION (task 8.5)
         out = Value(math.exp(self.data), (self,), "exp")
 

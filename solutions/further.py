@@ -1,4 +1,5 @@
-"""Bonus challenges of lesson 13: sigmoid and log, softmax with cross-entropy, SGD with momentum.
+"""Bonus challenges of lesson 13: sigmoid and log, softmax with cross-entropy, SGD
+with momentum.
 
 None of these tasks is needed for full marks: the grader scores them apart,
 as bonus points. Each operation is a function that builds a new `Value` with
@@ -19,7 +20,8 @@ from .engine import Value
 
 
 def sigmoid(v: Value) -> Value:
-    """Return σ(v) = 1 / (1 + e^-v) as a new Value with child `v` and op `'sigmoid'` (task 13.1).
+    """Return σ(v) = 1 / (1 + e^-v) as a new Value with child `v` and op `'sigmoid'`
+    (task 13.1).
 
     Its local derivative is σ(v)·(1 - σ(v)). It works for any float, also
     -1000, where e^1000 overflows: for a negative input use the equal form
@@ -39,7 +41,8 @@ def sigmoid(v: Value) -> Value:
 
 
 def log(v: Value) -> Value:
-    """Return the natural log of `v` as a new Value with child `v` and op `'log'` (task 13.1).
+    """Return the natural log of `v` as a new Value with child `v` and op `'log'`
+    (task 13.1).
 
     Its local derivative is 1 / v. A zero or negative `v.data` has no log:
     raise a ValueError that says so.
@@ -74,7 +77,8 @@ def softmax(logits: list[Value]) -> list[Value]:
 
 
 def cross_entropy(logits: list[Value], target: int) -> Value:
-    """Return -log pₜ, the loss when class `target` is the right one, as one Value (task 13.2).
+    """Return -log pₜ, the loss when class `target` is the right one, as one Value
+    (task 13.2).
 
     pₜ is `softmax(logits)[target]`, but do not take its log: for logits like
     [1000, 0, -1000] and target 2 it rounds to 0. With m the largest logit's
@@ -89,7 +93,8 @@ def cross_entropy(logits: list[Value], target: int) -> Value:
 
 
 class Momentum:
-    """Gradient descent with momentum: each parameter keeps a velocity that remembers its past steps.
+    """Gradient descent with momentum: each parameter keeps a velocity that remembers
+    its past steps.
 
     Each `step()` does, for every parameter p with its own velocity v (0.0 at
     first): v ← beta·v - lr·p.grad, then p.data ← p.data + v. With a constant
@@ -99,7 +104,9 @@ class Momentum:
     """
 
     def __init__(self, parameters: list[Value], lr: float = 0.1, beta: float = 0.9):
-        """Keep the parameters (as a list), `lr`, `beta`, and one velocity per parameter, all 0.0 (task 13.3)."""
+        """Keep the parameters (as a list), `lr`, `beta`, and one velocity per
+        parameter, all 0.0 (task 13.3).
+        """
         ### BEGIN SOLUTION (task 13.3)
         self.parameters = list(parameters)
         self.lr = lr
@@ -108,7 +115,9 @@ class Momentum:
         ### END SOLUTION
 
     def step(self) -> None:
-        """Update each parameter's velocity with its grad, then move the parameter by it (task 13.3)."""
+        """Update each parameter's velocity with its grad, then move the parameter by
+        it (task 13.3).
+        """
         ### BEGIN SOLUTION (task 13.3)
         for i, p in enumerate(self.parameters):
             self.velocities[i] = self.beta * self.velocities[i] - self.lr * p.grad
@@ -116,7 +125,9 @@ class Momentum:
         ### END SOLUTION
 
     def zero_grad(self) -> None:
-        """Set every parameter's grad to 0.0; the velocities stay, they are the optimizer's memory (task 13.3)."""
+        """Set every parameter's grad to 0.0; the velocities stay, they are the
+        optimizer's memory (task 13.3).
+        """
         ### BEGIN SOLUTION (task 13.3)
         for p in self.parameters:
             p.grad = 0.0

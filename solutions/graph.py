@@ -14,7 +14,8 @@ from .engine import Value
 
 
 def trace(root: Value) -> tuple[set[Value], set[tuple[Value, Value]]]:
-    """Return `(nodes, edges)`: every Value reachable from `root`, and each (child, parent) use (task 3.1).
+    """Return `(nodes, edges)`: every Value reachable from `root`, and each (child,
+    parent) use (task 3.1).
 
     An edge `(a, b)` means `a` is one of the Values `b` was computed from
     (`a in b._prev`). A Value used twice appears once.
@@ -34,12 +35,15 @@ def trace(root: Value) -> tuple[set[Value], set[tuple[Value, Value]]]:
 
 
 def draw_dot(root: Value) -> Digraph:
-    """Return a left-to-right `graphviz.Digraph` of the graph behind `root` (task 3.2).
+    """Return a `graphviz.Digraph` of the graph behind `root`, left to right
+    (task 3.2).
 
-    One record node per Value, named `str(id(value))`, with the text
-    `label | data 4.0000 | grad 0.0000` (four decimals). Each Value made by an
-    operation also gets a small node named `str(id(value)) + value._op`, showing
-    the op, with an edge into the Value; each child has an edge into that op node.
+    Left to right is the graph attribute `rankdir='LR'`. One `shape='record'`
+    node per Value, named `str(id(value))`, with the label
+    `{ label | data 4.0000 | grad 0.0000 }`: four decimals, and the braces lay
+    the three fields out side by side. Each Value made by an operation also gets
+    a small node named `str(id(value)) + value._op`, showing the op, with an
+    edge into the Value; each child has an edge into that op node.
     """
     ### BEGIN SOLUTION (task 3.2)
     dot = Digraph(format="svg", graph_attr={"rankdir": "LR"})

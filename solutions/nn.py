@@ -1,4 +1,5 @@
-"""A small neural-net library on top of `Value`: Module, Neuron, Layer, MLP (lesson 10).
+"""A small neural-net library on top of `Value`: Module, Neuron, Layer, MLP
+(lesson 10).
 
 Tasks in this file (the list is written by `python -m autograder build`):
 
@@ -36,11 +37,14 @@ class Neuron(Module):
     """act(w·x + b) for `nin` inputs."""
 
     def __init__(self, nin: int, act: str = "tanh", nonlin: bool = True):
-        """Draw `nin` weights `self.w` and a bias `self.b`, each `Value(random.uniform(-1, 1))` (task 10.2).
+        """Draw `nin` weights `self.w` and a bias `self.b`, each
+        `Value(random.uniform(-1, 1))` (task 10.2).
 
         Draw the weights first, in order, then the bias. `act` names the Value
         method applied to the sum (`'tanh'` or `'relu'`); with `nonlin=False`
-        the neuron is linear and returns the sum itself.
+        the neuron is linear and returns the sum itself. Keep both as
+        `self.act` and `self.nonlin`: `__call__` needs them, and `__repr__`
+        reads them.
         """
         ### BEGIN SOLUTION (task 10.2)
         self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
@@ -70,13 +74,17 @@ class Layer(Module):
     """`nout` neurons, each seeing the same `nin` inputs."""
 
     def __init__(self, nin: int, nout: int, **kwargs):
-        """Make `nout` neurons `Neuron(nin, **kwargs)`, kept in `self.neurons` (task 10.3)."""
+        """Make `nout` neurons `Neuron(nin, **kwargs)`, kept in `self.neurons`
+        (task 10.3).
+        """
         ### BEGIN SOLUTION (task 10.3)
         self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]
         ### END SOLUTION
 
     def __call__(self, x: list[Value | float]) -> Value | list[Value]:
-        """Return each neuron's output, or the single Value itself when the layer has one neuron (task 10.3)."""
+        """Return each neuron's output, or the single Value itself when the layer has
+        one neuron (task 10.3).
+        """
         ### BEGIN SOLUTION (task 10.3)
         outs = [n(x) for n in self.neurons]
         return outs[0] if len(outs) == 1 else outs
@@ -93,10 +101,19 @@ class Layer(Module):
 
 
 class MLP(Module):
-    """A multi-layer perceptron: layers of sizes `nouts` applied one after the other."""
+    """A multi-layer perceptron: layers of sizes `nouts` applied one after the
+    other.
+    """
 
-    def __init__(self, nin: int, nouts: list[int], act: str = "tanh", linear_output: bool = False):
-        """Make `Layer(sizes[i], sizes[i+1], ...)` for sizes = [nin] + nouts, kept in `self.layers` (task 10.4).
+    def __init__(
+        self,
+        nin: int,
+        nouts: list[int],
+        act: str = "tanh",
+        linear_output: bool = False,
+    ):
+        """Make `Layer(sizes[i], sizes[i+1], ...)` for sizes = [nin] + nouts, kept in
+        `self.layers` (task 10.4).
 
         Every neuron uses `act`; with `linear_output=True` the last layer's
         neurons are linear (`nonlin=False`), as a classifier's scores should be.

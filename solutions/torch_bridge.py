@@ -1,4 +1,5 @@
-"""The same ideas in PyTorch: the lesson-5 neuron, and tanh as a custom autograd Function (lesson 9).
+"""The same ideas in PyTorch: the lesson-5 neuron, and tanh as a custom autograd
+Function (lesson 9).
 
 Tasks in this file (the list is written by `python -m autograder build`):
 
@@ -11,8 +12,15 @@ from __future__ import annotations
 import torch
 
 
-def torch_neuron(x1: float, x2: float, w1: float, w2: float, b: float) -> tuple[float, dict[str, float]]:
-    """Compute o = tanh(x1·w1 + x2·w2 + b) with PyTorch and backpropagate from o (task 9.1).
+def torch_neuron(
+    x1: float,
+    x2: float,
+    w1: float,
+    w2: float,
+    b: float,
+) -> tuple[float, dict[str, float]]:
+    """Compute o = tanh(x1·w1 + x2·w2 + b) with PyTorch and backpropagate from o
+    (task 9.1).
 
     Use float64 scalar tensors with `requires_grad=True`, `torch.tanh` and
     `o.backward()`. Returns `(o, grads)`, with `grads` mapping `'x1', 'x2',
@@ -31,7 +39,9 @@ def torch_neuron(x1: float, x2: float, w1: float, w2: float, b: float) -> tuple[
 
 
 class Tanh(torch.autograd.Function):
-    """tanh written the PyTorch way: a forward that saves what backward needs, and a backward (task 9.2)."""
+    """tanh written the PyTorch way: a forward that saves what backward needs, and a
+    backward (task 9.2).
+    """
 
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:

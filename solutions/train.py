@@ -25,7 +25,9 @@ def squared_error_loss(predictions: list[Value], targets: list[float]) -> Value:
 
 
 def sgd_step(parameters: list[Value], learning_rate: float) -> None:
-    """Move every parameter against its gradient: `p.data += -learning_rate * p.grad` (task 11.2)."""
+    """Move every parameter against its gradient: `p.data += -learning_rate * p.grad`
+    (task 11.2).
+    """
     ### BEGIN SOLUTION (task 11.2)
     for p in parameters:
         p.data += -learning_rate * p.grad
@@ -33,9 +35,14 @@ def sgd_step(parameters: list[Value], learning_rate: float) -> None:
 
 
 def train(
-    model: Module, xs: list[list[float]], ys: list[float], steps: int = 20, learning_rate: float = 0.05
+    model: Module,
+    xs: list[list[float]],
+    ys: list[float],
+    steps: int = 20,
+    learning_rate: float = 0.05,
 ) -> list[float]:
-    """Run `steps` rounds of gradient descent and return the loss of each round as floats (task 11.3).
+    """Run `steps` rounds of gradient descent and return the loss of each round as
+    floats (task 11.3).
 
     Each round: forward pass on every example, `squared_error_loss`, zero the
     gradients, `backward()`, `sgd_step`. The loss recorded for a round is the
@@ -54,7 +61,9 @@ def train(
 
 
 def lesson_model(seed: int = 1337) -> MLP:
-    """The lesson's network, MLP(3, [4, 4, 1]) with tanh neurons, from a fixed seed."""
+    """The lesson's network, MLP(3, [4, 4, 1]) with tanh neurons, from a fixed
+    seed.
+    """
     import random
 
     random.seed(seed)

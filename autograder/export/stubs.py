@@ -31,15 +31,16 @@ grades it. Generated from `solutions/` by `python -m autograder sync`.
 
 
 def stub_lines(task_ids: tuple[str, ...], indent: str) -> list[str]:
-    """The two lines that replace a solution region.
+    """The lines that replace a solution region: a TODO, one line per later task that shares it, the raise.
 
     A region shared with later tasks names them without their titles: a later task's title would
-    announce what that lesson lets the learner discover before the learner gets there.
+    announce what that lesson lets the learner discover before the learner gets there. Each note has a
+    line of its own, so that none is cut off where the page shows the stub.
     """
     own = registry.task(task_ids[0])
-    also = "".join(f" Also task {t}: a later task revisits this code." for t in task_ids[1:])
     return [
-        f"{indent}# TODO(task {own.id}): {own.title}. See the docstring above.{also}",
+        f"{indent}# TODO(task {own.id}): {own.title}: see the docstring.",
+        *(f"{indent}# Also task {t}: a later task revisits this code." for t in task_ids[1:]),
         f'{indent}raise NotImplementedError("{stub_message(own.id, own.title)}")',
     ]
 

@@ -148,7 +148,7 @@ def test_tanh_forward(learner):
 @pytest.mark.task(
     "5.1",
     points=2,
-    hint="In _backward, add tanh's local derivative (from the forward result t) times out.grad to self's grad.",
+    hint="In _backward, self's grad is tanh's local derivative (from the forward result t) times out.grad.",
 )
 def test_tanh_backward(learner):
     """t = a.tanh(); t._backward() gives a.grad = (1 - t**2) * t.grad"""

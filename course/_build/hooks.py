@@ -400,13 +400,16 @@ def _task(task_id: str) -> str:
         )
     module = module_of(task_id)
     code = _stub_source(task_id)
-    # highlight the two lines that are the task's: its TODO and the raise under it
-    todo = [
-        n
-        for n, line in enumerate(code.splitlines(), start=1)
-        if f"TODO(task {task.id})" in line or f"Also task {task.id}:" in line
-    ]
-    marks = " ".join(f"{n} {n + 1}" for n in todo)
+    # highlight the lines that are the task's: each TODO that names it, its notes and the raise under them
+    marks, block = [], []
+    for n, line in enumerate(code.splitlines(), start=1):
+        if "# TODO(task " in line or block:
+            block.append((n, line))
+        if block and "raise NotImplementedError" in line:
+            if any(f"TODO(task {task.id})" in text or f"Also task {task.id}:" in text for _, text in block):
+                marks += [str(number) for number, _ in block]
+            block = []
+    marks = " ".join(marks)
     return (
         f"In `exercises/{module}.py` (the docstring is the specification):\n\n"
         f'```python hl_lines="{marks}"\n{code}\n```\n\n'
@@ -710,11 +713,15 @@ FIGURE_IDS = re.compile(r"bpf[0-9a-f]{10}-")
 
 def _number_figures(content: str) -> str:
     """Give each figure's SVG ids a prefix unique on the page (pagekit names them by content, so a cached
-    figure keeps its ids; the same figure twice on a page would repeat them)."""
+    figure keeps its ids; the same figure twice on a page would repeat them). A figure drawn at two widths
+    holds two SVGs: the second one's ids get a letter more."""
     head, *figures = content.split('<figure class="bp-figure')
-    return head + "".join(
-        '<figure class="bp-figure' + FIGURE_IDS.sub(f"bpf{n}-", part) for n, part in enumerate(figures, start=1)
-    )
+
+    def number(n: int, part: str) -> str:
+        svgs = {}  # each SVG's own prefix, in order: its number on the page
+        return FIGURE_IDS.sub(lambda m: f"bpf{n}{'ab'[svgs.setdefault(m[0], len(svgs))]}-", part)
+
+    return head + "".join('<figure class="bp-figure' + number(n, part) for n, part in enumerate(figures, start=1))
 
 
 def _render_afresh(page, config, files) -> str:

@@ -11,6 +11,11 @@ code from `solutions/` and call `show(...)` to put a figure on the page:
   chain would be too small to read left to right;
 - `show(figure)` saves a matplotlib figure as SVG.
 
+A figure whose text a phone would shrink below 9 CSS px also gets a narrow
+version, drawn for a phone's column (a graph top to bottom, a plot narrower
+with its small text enlarged); `course.css` shows one or the other by the
+width of the screen.
+
 Either way the SVG is inlined into the page, stripped of its own background,
 with its black ink replaced by `currentColor` and its series colours by CSS
 variables, so that it follows the light or dark colour scheme, and with ids of
@@ -26,8 +31,10 @@ import html
 import io
 import re
 import sys
+import warnings
 
 import matplotlib
+import matplotlib.text
 
 matplotlib.use("svg")
 
@@ -88,17 +95,26 @@ def _clean_svg(svg: str) -> str:
 
 COLUMN_PX = 688  # the text column of a lesson in a 1280 px wide window
 LEGIBLE = 0.75  # a graph is scaled down to the column; below this scale (12 px text) it gets hard to read
+PHONE_COLUMN_PX = 350  # the text column of a lesson in a 390 px wide window, a little less (course.css: below 600 px)
+SMALLEST_TEXT_PX = 9.0  # no figure's text is drawn smaller than this on a phone
+GRAPH_FONT_PT = 12
 RECORD = re.compile(r'label="\{ ?(.*?) ?\}"(?=.*\bshape=record)')
 
 
-def _layout(digraph, rankdir: str) -> str:
-    """Lay the graph out for the page, in `rankdir` order, each record's fields one under the other."""
+def _layout(digraph, rankdir: str, compact: bool = False) -> str:
+    """Lay the graph out for the page, in `rankdir` order, each record's fields one under the other.
+
+    `compact` (for a phone's column) packs the nodes closer and leaves less room around the text.
+    """
     g = digraph.copy()
     # top to bottom, records are three lines tall: closer ranks keep a neuron within one screen's height
     ranksep = "0.3" if rankdir == "LR" else "0.2"
-    g.graph_attr.update(rankdir=rankdir, bgcolor="transparent", pad="0.1", nodesep="0.25", ranksep=ranksep)
+    nodesep = "0.1" if compact else "0.25"
+    g.graph_attr.update(rankdir=rankdir, bgcolor="transparent", pad="0.1", nodesep=nodesep, ranksep=ranksep)
     # width/height are minimums: records still grow to fit their text, op circles shrink to theirs
-    g.node_attr.update(fontname="Courier", fontsize="12", width="0.3", height="0.3")
+    g.node_attr.update(fontname="Courier", fontsize=str(GRAPH_FONT_PT), width="0.3", height="0.3")
+    if compact:
+        g.node_attr.update(margin="0.04,0.03")
     g.edge_attr.update(arrowsize="0.7")
     if rankdir == "LR":
         # A record's fields run across the rank direction, and braces turn them: left to right,
@@ -111,19 +127,30 @@ def _width_px(svg: str) -> float:
     return float(re.search(r'<svg[^>]*\bwidth="([\d.]+)pt"', svg)[1]) * 4 / 3
 
 
-def _graph_svg(digraph) -> str:
-    """The graph left to right as draw_dot asks, or top to bottom when left to right would be too small to read.
+def _text_px(svg: str, font_pt: float, column_px: float) -> float:
+    """How large text of `font_pt` (the SVG's units are points) is drawn when the SVG is fitted to `column_px`."""
+    return font_pt * 4 / 3 * min(1.0, column_px / _width_px(svg))
+
+
+def _graph_svgs(digraph) -> tuple[str, str | None]:
+    """The graph left to right as draw_dot asks, or top to bottom when left to right would be too small to read;
+    and, when a phone would shrink the first one's text below SMALLEST_TEXT_PX, the graph top to bottom for it.
 
     Either way it is scaled down to the column (course.css) and zooms on click.
     """
     if digraph.graph_attr.get("rankdir", "TB") != "LR":  # the page's code chose top to bottom itself
-        return _finish_graph(_layout(digraph, "TB"))
-    svg = _layout(digraph, "LR")
-    if _width_px(svg) * LEGIBLE > COLUMN_PX:
-        tall = _layout(digraph, "TB")
-        if _width_px(tall) < _width_px(svg):
-            svg = tall
-    return _finish_graph(svg)
+        svg = _layout(digraph, "TB")
+    else:
+        svg = _layout(digraph, "LR")
+        if _width_px(svg) * LEGIBLE > COLUMN_PX:
+            tall = _layout(digraph, "TB")
+            svg = tall if _width_px(tall) < _width_px(svg) else svg
+    if _text_px(svg, GRAPH_FONT_PT, PHONE_COLUMN_PX) >= SMALLEST_TEXT_PX:
+        return _finish_graph(svg), None
+    narrow = _layout(digraph, "TB", compact=True)
+    if _width_px(narrow) >= _width_px(svg):
+        return _finish_graph(svg), None
+    return _finish_graph(svg), _finish_graph(narrow)
 
 
 def _finish_graph(svg: str) -> str:
@@ -132,25 +159,55 @@ def _finish_graph(svg: str) -> str:
     return _clean_svg(svg)
 
 
-def _figure_svg(fig) -> str:
+def _figure_svgs(fig) -> tuple[str, str | None]:
+    """The plot as drawn, and a narrow version when a phone would shrink its smallest text below SMALLEST_TEXT_PX."""
+    wide = _plot_svg(fig)
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text()]
+    smallest = min((t.get_fontsize() for t in texts), default=GRAPH_FONT_PT)
+    narrow = None
+    if _text_px(wide, smallest, PHONE_COLUMN_PX) < SMALLEST_TEXT_PX:
+        # every text at least as large as the default, on a figure made narrower until that reads 9 px on a phone
+        font = max(smallest, plt.rcParams["font.size"])
+        for text in texts:
+            text.set_fontsize(max(text.get_fontsize(), font))
+        narrow = wide
+        for _ in range(4):  # the width saved (bbox_inches="tight") is not quite the figure's: measure, shrink again
+            shrink = _text_px(narrow, font, PHONE_COLUMN_PX) / SMALLEST_TEXT_PX
+            if shrink >= 1:
+                break
+            width, height = fig.get_size_inches()
+            fig.set_size_inches(width * shrink * 0.98, height * max(shrink, 0.85))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # an equal-aspect plot may not fit tight_layout's every wish
+                fig.tight_layout()
+            narrow = _plot_svg(fig)
+    plt.close(fig)
+    return _clean_svg(_recolour(wide)), narrow and _clean_svg(_recolour(narrow))
+
+
+def _plot_svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", transparent=True, bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    svg = buf.getvalue()
+    return buf.getvalue()
+
+
+def _recolour(svg: str) -> str:
+    """The plot's ink, grid, paper and series colours as the page's (they follow the light or dark scheme)."""
     for colour in (INK, GRID):
         svg = svg.replace(colour, "currentColor")
     svg = svg.replace(PAPER, "var(--md-default-bg-color)")
     for n, colour in enumerate(PALETTE):
         svg = svg.replace(colour, f"var(--bp-c{n})")
-    return _clean_svg(svg)
+    return svg
 
 
-def svg_of(thing) -> tuple[str, str]:
-    """The cleaned SVG of a Digraph or a matplotlib figure, and its kind ('graph' or 'plot')."""
+def svg_of(thing) -> tuple[str, str | None, str]:
+    """The cleaned SVG of a Digraph or a matplotlib figure, its narrow version for a phone (or None),
+    and its kind ('graph' or 'plot')."""
     if hasattr(thing, "source") and hasattr(thing, "node"):
-        return _graph_svg(thing), "graph"
+        return *_graph_svgs(thing), "graph"
     if hasattr(thing, "savefig"):
-        return _figure_svg(thing), "plot"
+        return *_figure_svgs(thing), "plot"
     raise TypeError(f"show() draws a graphviz.Digraph or a matplotlib figure, not {type(thing).__name__}")
 
 
@@ -257,13 +314,15 @@ def show(thing, caption: str = "", alt: str = "") -> None:
     described = (
         describe_graph(thing) if hasattr(thing, "source") else describe_plot(thing) if hasattr(thing, "savefig") else ""
     )
-    svg, kind = svg_of(thing)
+    wide, narrow, kind = svg_of(thing)
     label = html.escape(" ".join(x for x in (alt, described) if x), quote=True)
-    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
+    svgs = [wide] + ([narrow.replace("<svg ", '<svg class="bp-narrow" ', 1)] if narrow else [])
+    svgs = "".join(svg.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1) for svg in svgs)
     cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
     # markdown-exec collects what the block prints through the `print` it puts in the block's globals.
     emit = sys._getframe(1).f_globals.get("print", print)
-    emit(f'<figure class="bp-figure bp-{kind}" tabindex="0" title="Show at full size">{svg}{cap}</figure>')
+    both = " bp-two-widths" if narrow else ""
+    emit(f'<figure class="bp-figure bp-{kind}{both}" tabindex="0" title="Show at full size">{svgs}{cap}</figure>')
 
 
 # ---------------------------------------------------------------- the lecture this course follows

@@ -2,6 +2,12 @@
 (function () {
   const touch = window.matchMedia("(hover: none) and (pointer: coarse)");
 
+  // The SVG the screen shows: a figure drawn at two widths holds two, course.css hides one of them.
+  function shown(figure) {
+    const svgs = [...figure.querySelectorAll(":scope > svg")];
+    return svgs.find((svg) => getComputedStyle(svg).display !== "none") || svgs[0];
+  }
+
   // The copy in the dialog is drawn at the figure's natural size at least (course.css): on a
   // phone that is wider than the screen, and the dialog scrolls.
   function zoom(figure) {
@@ -18,6 +24,9 @@
     copy.removeAttribute("tabindex");
     copy.removeAttribute("title");
     const svg = figure.querySelector(":scope > svg");
+    // at full size means the page's own drawing, also where a phone shows its narrow version
+    copy.querySelectorAll(":scope > svg.bp-narrow").forEach((narrow) => narrow.remove());
+    copy.classList.remove("bp-two-widths");
     if (svg && svg.width && svg.width.baseVal && svg.height.baseVal.value) {
       const width = svg.width.baseVal.value, height = svg.height.baseVal.value;
       copy.style.setProperty("--bp-w", `${width}px`);
@@ -33,7 +42,7 @@
 
   // A figure wider than its column is drawn smaller: say under it that a click shows it full size.
   function noteScale(figure) {
-    const svg = figure.querySelector(":scope > svg");
+    const svg = shown(figure);
     if (!svg || !svg.width || !svg.width.baseVal) return;
     const scaled = svg.getBoundingClientRect().width < 0.9 * svg.width.baseVal.value;
     figure.classList.toggle("bp-scaled", scaled);
