@@ -10,6 +10,9 @@ Prints the median wall time of:
 - the same with spawned workers (macOS' and Windows' default);
 - one lesson (`--lesson 2`);
 - a graded run (`--fresh-inputs 1`: every visible check asked again on drawn numbers, as batch and Gradescope do);
+- with `--user NAME` (as root): an ordinary user's floor and full runs, with and without their plans: NAME's
+  own clone `~NAME/course` and its `.venv`, as `.ci/run`'s learner pass makes them (update that clone first),
+  run by NAME in a clean environment: the `processes` level, with that user's feedback cache;
 - with `--baseline REV`: the full run of another commit (a git worktree of it, under the system's temporary
   folder), for "within 10 % of today".
 
@@ -20,6 +23,7 @@ machine's load moves every figure. The ratios that matter are printed at the end
 from __future__ import annotations
 
 import argparse
+import glob
 import statistics
 import subprocess
 import sys
@@ -30,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from autograder.grading import caches  # noqa: E402 - after the path: the benchmark runs as a script
+from autograder.grading import caches, isolation  # noqa: E402 - after the path: the benchmark runs as a script
 
 
 def wall(cmd: list[str], cwd: Path = REPO, before=None) -> float:
@@ -42,13 +46,32 @@ def wall(cmd: list[str], cwd: Path = REPO, before=None) -> float:
 
 
 def forget_plans() -> None:
-    (caches.ROOT / caches.fingerprint() / "plans.json").unlink(missing_ok=True)
+    (caches.GradingCache(isolation.best_level()).folder / "plans.json").unlink(missing_ok=True)
+
+
+def as_user(name: str) -> tuple[list[str], Path, Path]:
+    """How to run a command as `name`, in a clean environment with their `.venv` on; their clone; their cache."""
+    import pwd  # POSIX only, as `runuser` is
+    home = Path(pwd.getpwnam(name).pw_dir)
+    venv = home / "course" / ".venv"
+    prefix = ["runuser", "-u", name, "--", "env", "-i", f"HOME={home}", f"PATH={venv}/bin:/usr/bin:/bin"]
+    uid = pwd.getpwnam(name).pw_uid
+    return prefix, home / "course", home / "course" / ".cache" / "grading" / "*" / f"processes-{uid}"
+
+
+def forget_plans_of(folders: str):
+    def forget() -> None:
+        for folder in glob.glob(folders):
+            subprocess.run(["rm", "-f", f"{folder}/plans.json"], check=False)
+
+    return forget
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", metavar="REV", help="also time the full run of this commit")
+    parser.add_argument("--user", metavar="NAME", help="also time an ordinary user's runs (as root; see above)")
     args = parser.parse_args()
     grade = [sys.executable, "-m", "pytest", "autograder", "--impl", "solutions", "-p", "no:cacheprovider"]
     commands = {
@@ -59,6 +82,12 @@ def main() -> None:
         "one lesson (--lesson 2)": ([*grade, "--lesson", "2"], REPO, None),
         "graded run (--fresh-inputs 1)": ([*grade, "--fresh-inputs", "1"], REPO, None),
     }
+    if args.user:
+        run_as, clone, feedback = as_user(args.user)
+        learner = [*run_as, "python", "-m", "pytest", "autograder", "--impl", "solutions", "-p", "no:cacheprovider"]
+        commands[f"{args.user}: floor"] = ([*run_as, "python", "-c", "import torch, pytest"], clone, None)
+        commands[f"{args.user}: everything, plans"] = (learner, clone, None)
+        commands[f"{args.user}: everything, no plans"] = (learner, clone, forget_plans_of(str(feedback)))
     if args.baseline:
         tree = Path(tempfile.gettempdir()) / f"bench-baseline-{args.baseline}"
         if not tree.exists():
@@ -80,6 +109,11 @@ def main() -> None:
     print(f"spawn / fork:              {medians['everything, spawn, plans'] / fork:.2f}x")
     print(f"no plans / plans:          {medians['everything, fork, no plans'] / fork:.2f}x")
     print(f"graded run / learner's:    {medians['graded run (--fresh-inputs 1)'] / fork:.2f}x")
+    if args.user:
+        theirs = medians[f"{args.user}: everything, plans"]
+        over = theirs - medians[f"{args.user}: floor"]
+        print(f"{args.user} (processes) / root ({isolation.best_level()}): {theirs / fork:.2f}x;", end=" ")
+        print(f"above each one's floor: {over:.2f} s against {fork - floor:.2f} s")
     if args.baseline:
         print(f"today / baseline:          {fork / medians[f'baseline {args.baseline}: everything']:.2f}x")
 
