@@ -52,6 +52,7 @@ def forget_plans() -> None:
 def as_user(name: str) -> tuple[list[str], Path, Path]:
     """How to run a command as `name`, in a clean environment with their `.venv` on; their clone; their cache."""
     import pwd  # POSIX only, as `runuser` is
+
     home = Path(pwd.getpwnam(name).pw_dir)
     venv = home / "course" / ".venv"
     prefix = ["runuser", "-u", name, "--", "env", "-i", f"HOME={home}", f"PATH={venv}/bin:/usr/bin:/bin"]
