@@ -16,7 +16,9 @@ Prints the median wall time of:
 - with `--baseline REV`: the full run of another commit (a git worktree of it, under the system's temporary
   folder), for "within 10 % of today".
 
-Commands are interleaved, so that a burst of load on the machine hits each alike. Nothing is asserted: the
+Each figure is the median wall time, then the median CPU time the command and every process it waited for used
+(workers included; less moved by the machine's load). Commands are interleaved, so that a burst of load on the
+machine hits each alike. Nothing is asserted: the
 machine's load moves every figure. The ratios that matter are printed at the end.
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import os
 import statistics
 import subprocess
 import sys
@@ -37,12 +40,17 @@ sys.path.insert(0, str(REPO))
 from autograder.grading import caches, isolation  # noqa: E402 - after the path: the benchmark runs as a script
 
 
-def wall(cmd: list[str], cwd: Path = REPO, before=None) -> float:
+def wall(cmd: list[str], cwd: Path = REPO, before=None) -> tuple[float, float]:
+    """The wall time of `cmd`, and the CPU time it and every process it waited for used (less moved by load)."""
     if before:
         before()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), os.times()
     subprocess.run(cmd, cwd=cwd, check=False, capture_output=True)
-    return time.perf_counter() - start
+    end = os.times()
+    return (
+        time.perf_counter() - start,
+        end.children_user + end.children_system - cpu.children_user - cpu.children_system,
+    )
 
 
 def forget_plans() -> None:
@@ -96,16 +104,17 @@ def main() -> None:
         commands[f"baseline {args.baseline}: everything"] = (grade, tree, None)
     for cmd, cwd, before in commands.values():
         wall(cmd, cwd, before)  # warm the file cache, the answers and the plans
-    times: dict[str, list[float]] = {name: [] for name in commands}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(args.runs):
         for name, (cmd, cwd, before) in commands.items():
             times[name].append(wall(cmd, cwd, before))
-    medians = {name: statistics.median(values) for name, values in times.items()}
+    medians = {name: statistics.median(t for t, _ in values) for name, values in times.items()}
+    cpu = {name: statistics.median(c for _, c in values) for name, values in times.items()}
     floor = medians["floor: import torch, pytest"]
     print(f"median of {args.runs} runs each, interleaved")
-    print(f"{'command':<40}{'seconds':>9}{'- floor':>9}{'/ floor':>9}")
+    print(f"{'command':<40}{'seconds':>9}{'- floor':>9}{'/ floor':>9}{'CPU s':>8}")
     for name, median in medians.items():
-        print(f"{name:<40}{median:>9.2f}{median - floor:>+9.2f}{median / floor:>8.2f}x")
+        print(f"{name:<40}{median:>9.2f}{median - floor:>+9.2f}{median / floor:>8.2f}x{cpu[name]:>8.2f}")
     fork = medians["everything, fork, plans"]
     print(f"spawn / fork:              {medians['everything, spawn, plans'] / fork:.2f}x")
     print(f"no plans / plans:          {medians['everything, fork, no plans'] / fork:.2f}x")
@@ -114,7 +123,8 @@ def main() -> None:
         theirs = medians[f"{args.user}: everything, plans"]
         over = theirs - medians[f"{args.user}: floor"]
         print(f"{args.user} (processes) / root ({isolation.best_level()}): {theirs / fork:.2f}x;", end=" ")
-        print(f"above each one's floor: {over:.2f} s against {fork - floor:.2f} s")
+        print(f"above each one's floor: {over:.2f} s against {fork - floor:.2f} s;", end=" ")
+        print(f"CPU {cpu[f'{args.user}: everything, plans']:.2f} s against {cpu['everything, fork, plans']:.2f} s")
     if args.baseline:
         print(f"today / baseline:          {fork / medians[f'baseline {args.baseline}: everything']:.2f}x")
 
