@@ -46,12 +46,12 @@ def holes(stub: list[str], regions: list[Region]) -> list[Hole]:
     """The holes of one stub file, from its regions (which are numbered by the solution file's lines)."""
     spans, shift = [], 0
     for region in regions:
-        size = len(stubs.stub_lines(region.tasks, region.indent))
-        start = region.begin - 1 - shift
-        if stub[start : start + size] != stubs.stub_lines(region.tasks, region.indent):
+        lines = stubs.stub_lines(region.tasks, region.indent)
+        start = region.begin - 1 - shift  # the lines of earlier regions, each replaced by its stub's, come before
+        if stub[start : start + len(lines)] != lines:
             raise RuntimeError(f"the stub of {region.module}.py does not match its regions: rebuild it")
-        spans.append((region, start, start + size))
-        shift += (region.end - region.begin + 1) - size
+        spans.append((region, start, start + len(lines)))
+        shift += (region.end - region.begin + 1) - len(lines)
     found = []
     for i, (region, start, stop) in enumerate(spans):
         previous_stop = spans[i - 1][2] if i else 0

@@ -23,9 +23,8 @@ import pytest
 
 from autograder.course import registry
 from autograder.grading import scorecard
-from autograder.grading.plugin import GRADER
+from autograder.grading.plugin import GRADER, LESSONS
 
-LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 GROUP = re.compile(r"task (\d+\.\d+) ")  # how a task's node begins (`label`)
 
 
