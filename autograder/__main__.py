@@ -7,6 +7,7 @@
 - `hint L.N` prints a task's hints, one more level on each call (`--all`: every level; `--reset`: from level 1),
   after the hint of the check that failed in the last run of that task's code, if one did (`grading/lastrun.py`);
   `tasks` lists every task with its page and grading command;
+- `reset L.N` (or `--lesson N`) puts a task's stub back in your file, and saves your version beside it first;
 - `nbgrader-extensions off|on` hides nbgrader's Jupyter menus from learners (or shows them);
 - `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/` (part of `build`);
 - `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py);
@@ -59,6 +60,36 @@ def _sync(args: argparse.Namespace) -> int:
     if not written and not refused:
         print("exercises/ is up to date")
     return 1 if refused else 0
+
+
+def _reset(args: argparse.Namespace) -> int:
+    from autograder.export import reset
+
+    tasks = list(args.task)
+    for task_id in tasks:
+        if task_id not in registry.TASKS:
+            print(
+                f"reset: there is no task {task_id} (they look like 2.3; python -m autograder tasks)", file=sys.stderr
+            )
+            return 2
+    for number in args.lesson:
+        if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
+            print(f"reset: lesson {number} has no tasks", file=sys.stderr)
+            return 2
+        tasks += reset.tasks_of_lesson(number)
+    if not tasks:
+        print("reset: name a task (reset 2.3) or a lesson (reset --lesson 2)", file=sys.stderr)
+        return 2
+    try:
+        done = reset.reset(tasks, args.impl)
+    except reset.CannotReset as exc:
+        print(f"reset: {exc}. Nothing was changed.", file=sys.stderr)
+        return 1
+    for path, copy in done:
+        print(f"{path}: the stub is back for task(s) {', '.join(tasks)}; your version is saved as {copy}")
+    if not done:
+        print(f"task(s) {', '.join(tasks)}: the stub is there already; nothing to do")
+    return 0
 
 
 HINTS_SEEN = ".hints-seen.json"  # in the graded folder: which hint levels the learner has opened, per task
@@ -367,6 +398,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the folder you work in; it keeps {HINTS_SEEN} (default: exercises/)",
     )
     p.set_defaults(run=_hint)
+    p = commands.add_parser("reset", help="start a task over: put its stub back (your version is saved beside it)")
+    p.add_argument("task", nargs="*", metavar="L.N", help="the task(s) to start over")
+    p.add_argument("--lesson", action="append", type=int, default=[], metavar="N", help="every task of lesson N")
+    p.add_argument(
+        "--impl", type=Path, default=EXERCISES, metavar="DIR", help="the folder you work in (default: exercises/)"
+    )
+    p.set_defaults(run=_reset)
     p = commands.add_parser("nbgrader-extensions", help="nbgrader's Jupyter menus: off (learners), on (instructors)")
     p.add_argument("state", choices=["off", "on"])
     p.add_argument("--user", action="store_true", help="in your user's Jupyter config, not the environment's")

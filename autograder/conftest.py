@@ -1,3 +1,4 @@
-"""Makes `pytest autograder` a grader: loads the grading plugin (options, fixtures `learner` and `reference`, hooks)."""
+"""Makes `pytest autograder` a grader: loads the grading plugin (options, fixtures `learner` and `reference`, hooks)
+and lays its checks out task by task, as an editor's Testing panel shows them."""
 
-pytest_plugins = ["autograder.grading.plugin"]
+pytest_plugins = ["autograder.grading.plugin", "autograder.grading.tasknodes"]

@@ -31,6 +31,20 @@ def test_a_worker_that_cannot_start_is_a_problem_with_its_reason_and_a_fix(monke
     assert "pip install -e ." in text
 
 
+def test_doctor_names_pythondontwritebytecode_and_how_to_unset_it(monkeypatch):
+    monkeypatch.setattr(doctor, "CHECKS", (doctor.bytecode,))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    out = io.StringIO()
+    assert doctor.main(out) == 0  # slower, never broken
+    assert (
+        "note  PYTHONDONTWRITEBYTECODE is set" in out.getvalue() and "unset PYTHONDONTWRITEBYTECODE" in out.getvalue()
+    )
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE")
+    out = io.StringIO()
+    doctor.main(out)
+    assert "ok  Python keeps the bytecode" in out.getvalue()
+
+
 def test_watch_polls_on_network_and_shared_drives(tmp_path):
     mounts = tmp_path / "mounts"
     mounts.write_text("/dev/sda1 / ext4 rw 0 0\nserver:/home /home nfs4 rw 0 0\nC:\\134 /mnt/c 9p rw 0 0\n")

@@ -9,6 +9,7 @@ import pytest
 
 from autograder.course import registry
 from autograder.export.stubs import expected_files
+from autograder.grading import isolation
 
 from .conftest import REPO, copy_of, grade
 
@@ -261,7 +262,8 @@ def test_calls_sent_ahead_never_stand_in_for_calls_the_run_did_not_make(tmp_path
     engine.write_text(source.replace("out = Value(self.data * other.data", "out = Value(self.data + other.data"))
     assert engine.read_text() != source
     honest = grade(submission, tmp_path=tmp_path)
-    path = caches.ROOT / caches.fingerprint() / "plans.json"
+    cache = caches.GradingCache(isolation.best_level())
+    path = cache.folder / "plans.json"
     plans = json.loads(path.read_text())
     assert len(plans) == len(registry.TASKS), "the runs before this one left a plan for every task"
     poisoned, changed = {}, 0
@@ -277,10 +279,10 @@ def test_calls_sent_ahead_never_stand_in_for_calls_the_run_did_not_make(tmp_path
             previous[key] = call["args"]
     assert changed > 20
     try:
-        path.write_text(json.dumps(poisoned))
+        cache.store("plans", poisoned)
         planned = grade(submission, tmp_path=tmp_path)
     finally:
-        path.write_text(json.dumps(plans))
+        cache.store("plans", plans)
     assert planned.status == honest.status, planned.output[-3000:]
     assert planned.score_by_task == honest.score_by_task
     assert {"passed", "failed"} <= set(honest.status.values())
@@ -292,9 +294,9 @@ def test_a_change_to_the_kit_recomputes_the_reference_answers(tmp_path, referenc
 
     from autograder.grading import caches
 
-    answers = caches.ROOT / caches.fingerprint() / "answers.json"
-    known = answers.read_text()
-    answers.write_text(json.dumps({key: "stale" for key in json.loads(known)}))
+    cache = caches.GradingCache(isolation.best_level())
+    known = json.loads((cache.folder / "answers.json").read_text())
+    cache.store("answers", {key: "stale" for key in known})
     kit = REPO / "autograder" / "kit" / "checks.py"
     original = kit.read_text()
     try:
@@ -304,8 +306,8 @@ def test_a_change_to_the_kit_recomputes_the_reference_answers(tmp_path, referenc
         fresh = grade("solutions", "--lesson", "8", tmp_path=tmp_path)
     finally:
         kit.write_text(original)
-        answers.parent.mkdir(parents=True, exist_ok=True)
-        answers.write_text(known)
+        cache.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        cache.store("answers", known)
     assert set(fresh.status.values()) == {"passed"}, fresh.output[-3000:]
 
 
@@ -315,17 +317,19 @@ def test_cache_files_that_others_could_write_are_not_read(tmp_path, reference_ru
 
     from autograder.grading import caches
 
-    answers = caches.ROOT / caches.fingerprint() / "answers.json"
-    known = answers.read_text()
-    answers.write_text(json.dumps({key: "stale" for key in json.loads(known)}))
+    cache = caches.GradingCache(isolation.best_level())
+    answers = cache.folder / "answers.json"
+    known = json.loads(answers.read_text())
+    cache.store("answers", {key: "stale" for key in known})
     try:
         answers.chmod(0o644)
+        cache.seal("answers")
         assert set(grade("solutions", "--task", "8.1", tmp_path=tmp_path).status.values()) != {"passed"}
         answers.chmod(0o666)
+        cache.seal("answers")  # sealed: only the mode is wrong
         run = grade("solutions", "--task", "8.1", tmp_path=tmp_path)
     finally:
-        answers.write_text(known)
-        answers.chmod(0o644)
+        cache.store("answers", known)
     assert set(run.status.values()) == {"passed"}, run.output[-3000:]
 
 

@@ -215,7 +215,7 @@ def test_nbgrader_cells_are_the_grading_tests_with_their_points():
         timeout=300,
         check=False,
     )
-    collected = set(re.findall(r"^autograder/lessons/test_\w+\.py::(test_\w+)$", done.stdout, re.MULTILINE))
+    collected = set(re.findall(r"^autograder/lessons/test_\w+\.py::task [^:]+::(test_\w+)$", done.stdout, re.MULTILINE))
     assert collected, done.stdout[-2000:] + done.stderr[-2000:]
     cells = {}
     for lesson in notebooks.graded_lessons():

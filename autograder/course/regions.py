@@ -93,6 +93,12 @@ def _owners_by_line(text: str, filename: str) -> dict[int, str]:
     return owners
 
 
+def owner_span(text: str, owner: str, filename: str = "<file>") -> tuple[int, int] | None:
+    """The first and last lines (1-based) of `owner` (`Class.method` or a function) in `text`; None if it has none."""
+    lines = [number for number, name in _owners_by_line(text, filename).items() if name == owner]
+    return (min(lines), max(lines)) if lines else None
+
+
 def _scopes_by_line(text: str, filename: str) -> dict[int, str]:
     """Map each line to the qualified name of the innermost function around it."""
     scopes: dict[int, str] = {}

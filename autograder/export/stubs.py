@@ -112,6 +112,20 @@ def check(exercises: Path = EXERCISES) -> list[str]:
     return diffs
 
 
+def save_copy(path: Path, data: bytes) -> Path:
+    """Keep `data` (a learner's version of `path`) beside it as `NAME.YYYYmmdd-HHMMSS.bak`, never over another copy."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1000):
+        copy = path.with_name(f"{path.name}.{stamp}{f'-{n}' if n else ''}.bak")
+        try:
+            with copy.open("xb") as f:  # "x": a copy made in the same second is not overwritten
+                f.write(data)
+            return copy
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path}: too many copies made this second")
+
+
 def sync(exercises: Path = EXERCISES, force: bool = False) -> tuple[list[str], list[str]]:
     """Write the exercises; return (written, refused) file names.
 
@@ -133,8 +147,7 @@ def sync(exercises: Path = EXERCISES, force: bool = False) -> tuple[list[str], l
                 if not force:
                     refused.append(name)
                     continue
-                backup = path.with_name(f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
-                backup.write_text(current)
+                save_copy(path, path.read_bytes())
         path.write_text(expected)
         manifest[name] = _digest(expected)
         written.append(name)

@@ -9,12 +9,22 @@ the judgement kit (`autograder/kit/`), everything that runs in a worker
 (`autograder/worker/`: the scenario helpers, the loader), and the Python and
 PyTorch versions. Change any of them and the next run starts from nothing.
 
-Learner code must not be able to write what a verdict depends on: at the
-`processes` level it runs as the grader's own user, so there nothing is read
-from or written to disk (a warm process, watch mode, still keeps its memory),
-and after such a run as root the cache is deleted (its workers were root
-too). A file is read only if it belongs to this process's user and nobody
-else may write it or its folders: a worker of another user could not have.
+Each isolation level and user has a folder of its own there
+(`<fingerprint>/processes-1000/`), read by no run at another level or of
+another user. At `sandbox` and `user` the workers are other users, who cannot
+write it. At `processes` learner code runs as the grader's own user, so that
+folder is a learner's *feedback* cache: it speeds up their own runs at that
+level, a learner who poisons it fools only themselves, and a graded run
+(`--fresh-inputs`) at `processes` neither reads nor writes it. A run reads
+the files before any learner code runs (the constructor), so what its own
+workers write during the run is not read; and every file is *sealed*: written
+with a seal beside it that records the file's identity as the run that wrote
+it left it (inode, size, modification and change times), so a file written
+again afterwards, by anything the learner's code left running after the
+grader exited, is refused. A file is read only if it is a regular file (no
+symbolic link followed), belongs to this process's user and nobody else may
+write it or its folders. After a `processes` run as root, whose workers were
+root too, the whole cache is deleted.
 
 The site build's local cache (`.cache/site/`, what this machine's builds ran:
 `course/_build/buildcache.py` reads and writes it) lives here too, and its
@@ -81,6 +91,11 @@ class NotRegular(ValueError):
 def read_regular(path: Path, cap: int) -> bytes:
     """The bytes of `path`, opened as a regular file of at most `cap` bytes: no symbolic link followed, no pipe or
     device to block on. Raises FileNotFoundError if it is missing, `NotRegular` (saying why) otherwise."""
+    return open_regular(path, cap)[0]
+
+
+def open_regular(path: Path, cap: int) -> tuple[bytes, os.stat_result]:
+    """`read_regular`, with the status of the file that was read (of the open file, not of the path)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -97,55 +112,109 @@ def read_regular(path: Path, cap: int) -> bytes:
         data = f.read(cap + 1)
     if len(data) > cap:  # it grew while being read
         raise NotRegular(f"is over {cap} bytes; the limit is {cap}")
-    return data
+    return data, info
 
 
-def _ours_alone(path: Path) -> bool:
-    """Whether `path` belongs to this process's user and nobody else may write it (no worker of another user could)."""
-    try:
-        info = path.stat()
-    except OSError:
-        return False
+def _ours_alone(info: os.stat_result) -> bool:
+    """Whether a file or folder belongs to this process's user and nobody else may write it."""
     return not hasattr(os, "geteuid") or (info.st_uid == os.geteuid() and not info.st_mode & 0o022)
 
 
-class GradingCache:
-    """The call plans and reference answers of this course's current fingerprint, for one isolation level."""
+def _private_folder(path: Path) -> bool:
+    """Whether `path` is a folder (not a link to one) of this process's user that nobody else may write."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and _ours_alone(info)
 
-    def __init__(self, level: str, root: Path = ROOT):
-        self.on_disk = Level(level).trusted_cache  # elsewhere learner code could have written the files
-        self.folder = root / fingerprint()
+
+def _identity(info: os.stat_result) -> list[int]:
+    """What changes whenever a file is written again, or replaced: a seal records it."""
+    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _user() -> str:
+    return str(os.geteuid()) if hasattr(os, "geteuid") else os.environ.get("USERNAME", "user")
+
+
+class GradingCache:
+    """The call plans and reference answers of this course's current fingerprint, for one isolation level and user.
+
+    `graded`: a graded run (`--fresh-inputs`): at `processes` it uses no file that learner code could have written.
+    """
+
+    def __init__(self, level: str, graded: bool = False, root: Path = ROOT):
+        self.level = Level(level)
+        # a graded run reads nothing that learner code could have written (at a level without a user of its own)
+        self.on_disk = self.level.trusted_cache or not graded
+        self.folder = root / fingerprint() / f"{level}-{_user()}"
+        for what in ("plans", "answers"):  # now, before any learner code runs
+            self.load(what)
 
     def load(self, what: str) -> dict:
-        """`plans` or `answers`: the dict kept in memory for this fingerprint, first read from disk where safe."""
-        key = (self.folder.name, what)
+        """`plans` or `answers`: the dict kept in memory for this folder, first read from disk where safe."""
+        key = (str(self.folder), what)
         if key not in _MEMORY:
-            _MEMORY[key] = {}
-            path = self.folder / f"{what}.json"
-            if self.on_disk and all(map(_ours_alone, (path, self.folder, self.folder.parent))):
-                try:
-                    if path.stat().st_size < MAX_FILE:
-                        _MEMORY[key].update(json.loads(path.read_text()))
-                except (OSError, ValueError):
-                    pass
+            _MEMORY[key] = self._read(what) if self.on_disk else {}
         return _MEMORY[key]
+
+    def _read(self, what: str) -> dict:
+        """The sealed file `what`, or nothing if it, its seal or a folder above it fails a check."""
+        if not all(map(_private_folder, (self.folder, self.folder.parent, self.folder.parent.parent))):
+            return {}
+        try:
+            seal, seal_info = open_regular(self.folder / f"{what}.seal", 1000)
+            data, info = open_regular(self.folder / f"{what}.json", MAX_FILE)
+            if _ours_alone(seal_info) and _ours_alone(info) and json.loads(seal) == _identity(info):
+                found = json.loads(data)
+                return found if isinstance(found, dict) else {}
+        except (OSError, NotRegular, ValueError):
+            pass
+        return {}
 
     def forget_if_workers_could_write(self) -> None:
         """After a `processes` run as root, whose workers were root too: nothing they may have written is kept."""
-        if not self.on_disk and hasattr(os, "geteuid") and os.geteuid() == 0:
-            shutil.rmtree(self.folder.parent, ignore_errors=True)
+        if not self.level.own_user and hasattr(os, "geteuid") and os.geteuid() == 0:
+            shutil.rmtree(self.folder.parent.parent, ignore_errors=True)
 
     def save(self, what: str) -> None:
         """Write `what` for the next run (where safe), and drop every other fingerprint's folder: it is stale."""
         if not self.on_disk:
             return
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            for stale in self.folder.parent.iterdir():
-                if stale != self.folder:
+            for folder in (self.folder.parent.parent, self.folder.parent, self.folder):
+                folder.mkdir(mode=0o700, exist_ok=True)
+                info = folder.lstat()
+                if (
+                    hasattr(os, "geteuid")
+                    and info.st_uid == os.geteuid()
+                    and stat.S_ISDIR(info.st_mode)
+                    and info.st_mode & 0o022
+                ):
+                    folder.chmod(0o700)  # made by an older grader under a umask that lets the group write
+            for stale in self.folder.parent.parent.iterdir():
+                if stale != self.folder.parent:
                     shutil.rmtree(stale, ignore_errors=True)
-            partial = self.folder / f".{what}.json.partial"
-            partial.write_text(json.dumps(self.load(what), separators=(",", ":")))
-            partial.replace(self.folder / f"{what}.json")  # another run reading meanwhile sees the old file whole
+            self.store(what, self.load(what))
         except OSError:
             pass  # a cache that cannot be written only costs time
+
+    def store(self, what: str, data: dict) -> None:
+        """Write `what.json`, then seal it."""
+        _write_new(self.folder / f"{what}.json", json.dumps(data, separators=(",", ":")).encode())
+        self.seal(what)
+
+    def seal(self, what: str) -> None:
+        """Write the seal of `what.json`: the identity of the file as this run left it."""
+        _write_new(self.folder / f"{what}.seal", json.dumps(_identity((self.folder / f"{what}.json").lstat())).encode())
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a file readable and writable by this user only, whole: another run reading meanwhile sees the old one."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    partial.replace(path)

@@ -13,6 +13,7 @@ machine's, never the learner's code.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 import tempfile
@@ -72,6 +73,19 @@ def isolation_level() -> Finding:
             "install libseccomp (libseccomp2)",
         )
     return Finding("ok", detail)
+
+
+def bytecode() -> Finding:
+    """Whether Python keeps the bytecode of what it imports (`PYTHONDONTWRITEBYTECODE` turns that off)."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return Finding("ok", "Python keeps the bytecode of the modules it imports")
+    return Finding(
+        "note",
+        "PYTHONDONTWRITEBYTECODE is set: Python keeps no bytecode, so every command compiles all it imports again "
+        "(grading and doctor take 2 to 3 times as long, more after a --no-compile install)",
+        "unset it in this terminal: unset PYTHONDONTWRITEBYTECODE   (PowerShell: Remove-Item "
+        "Env:PYTHONDONTWRITEBYTECODE),\nand where it is set (a Docker image's ENV, your shell's profile)",
+    )
 
 
 PROBE = "def probe(impl):\n    return sum(range(10))\n"
@@ -179,6 +193,7 @@ def file_events(folder: Path = EXERCISES, wait: float = 3.0) -> Finding:
 CHECKS: tuple[Callable[[], Finding], ...] = (
     python_version,
     torch_build,
+    bytecode,
     isolation_level,
     workers_start,
     real_checks,

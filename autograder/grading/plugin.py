@@ -147,7 +147,7 @@ class Grader:
         self.asked: dict[str, list[dict]] = {}  # task -> the scenario calls its checks made, in order
         self.recording: dict[str, object] | None = {} if config.getoption("record_reference") else None
         self.new_answers = False
-        self.cache = caches.GradingCache(self.level)
+        self.cache = caches.GradingCache(self.level, graded=self.fresh_seed is not None)
         self.lesson_digest: str | None = None  # the grading tests as they were before any learner code ran
 
     def known_answers(self) -> dict:
@@ -620,9 +620,9 @@ class Reference:
     """The `reference` fixture: the expected answer of a scenario, computed here and never sent to a worker.
 
     Answers are kept by the reference's fingerprint, the scenario's source and
-    its arguments: in memory for a warm process (watch mode), and on disk where
-    the learner's code cannot write (`sandbox` and `user` levels), so a batch or
-    a second run computes each answer once. A student edition ships no reference
+    its arguments: in memory for a warm process (watch mode), and on disk for the
+    next run at the same level (`caches.GradingCache`), so a batch or a second
+    run computes each answer once. A student edition ships no reference
     code; there the answers of the visible checks ship as data (recorded by
     `python -m autograder student-edition`).
     """

@@ -114,10 +114,7 @@ def scorecard(
         out.append("What went wrong".center(width, "-"))
         for r in failures[:max_failures]:
             out.append(f"{SYMBOL[r.status]} task {r.task} · {r.description} ({r.status}, {r.points} pt)")
-            out.extend("    " + line for line in r.message.splitlines())
-            if r.counted:  # a check the machine could not grade has no hint to give about the code
-                out.append(f"    hint:     {r.hint}")
-                out.append(f"    page:     {page_link(r.task)}")
+            out.extend("    " + line for line in failure(r))
             skipped = [s for s in tasks_by_id[r.task].tests if s.skipped] if r.status == "timed out" else []
             if skipped:  # one line for every check the timeout skipped, not one entry each
                 points = sum(s.points for s in skipped)
@@ -140,6 +137,14 @@ def machine_lines(tasks: list[TaskResult], self_checked: bool, spawned_because: 
     if spawned_because:
         out.append(f"Workers were spawned, not forked: {spawned_because}.")
     return out
+
+
+def failure(r: TestResult) -> list[str]:
+    """What went wrong in a check, under its heading: the message, the check's hint and the page that teaches it
+    (a check the machine could not grade has no hint to give about the code)."""
+    if not r.counted:
+        return r.message.splitlines()
+    return [*r.message.splitlines(), f"hint:     {r.hint}", f"page:     {page_link(r.task)}"]
 
 
 def shows_failure(r: TestResult, hide_hidden: bool = False) -> bool:

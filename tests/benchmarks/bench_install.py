@@ -4,7 +4,7 @@
 
 Clones this repository's last commit into a temporary folder, makes a virtual environment there with PYTHON
 (default: this interpreter; give the system's or pyenv's own Python, not a virtual environment's), and runs the
-install commands of this platform's row of the README's install table, read from README.md (so what is timed is
+pip commands of this system's Quick start, read from README.md (so what is timed is
 what the README says), one by one with the environment's `pip`, as a learner does after activating it. Prints
 the time of each command and the environment's size: its apparent size (what `du -sb` counts) and the disk it
 takes (`du -s`). Then the size again after what a learner runs next, each of which makes Python write the bytecode
@@ -32,15 +32,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def readme_commands(system: str = platform.system()) -> list[str]:
-    """The install commands of this platform's row of the README's table (`pip install ...`)."""
+    """The pip commands of this system's Quick start in the README (`python -m pip install ...`)."""
+    name = {"Linux": "Linux", "Darwin": "macOS", "Windows": "Windows"}[system]
     readme = (REPO / "README.md").read_text()
-    for row in readme[readme.index("| platform | install |") :].splitlines()[2:]:
-        if not row.startswith("|"):
-            break
-        name, commands = (cell.strip() for cell in row.strip("|").split("|"))
-        if (system == "Linux") == (name == "Linux"):
-            return re.findall(r"`([^`]+)`", commands)
-    raise SystemExit("no row for this platform in the README's install table")
+    block = re.search(rf"^On {name}\b[^\n]*\n(?:[^\n]+\n)*\n```(?:bash|powershell)\n(.*?)^```$", readme, re.S | re.M)
+    if block is None:
+        raise SystemExit(f"no Quick start for {name} in the README")
+    return [line for line in block[1].splitlines() if "pip install" in line]
 
 
 def size(folder: Path) -> tuple[int, int]:

@@ -1,0 +1,96 @@
+"""An editor's Testing panel: what pytest's discovery from the root lists, and what running one of its nodes shows.
+
+VS Code and PyCharm run `pytest --collect-only` from the repository root with no
+arguments (`.vscode/settings.json` adds only `autograder`, as `testpaths` does),
+then `pytest <node id>` for the node a learner runs. These tests do the same.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from types import SimpleNamespace
+
+from autograder.course import registry
+from autograder.grading import tasknodes
+from tests.conftest import REPO, copy_of
+
+
+def pytest_run(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def test_discovery_from_the_root_lists_the_courses_checks_task_by_task_and_no_maintainers_test():
+    done = pytest_run("--collect-only", "-q")
+    ids = re.findall(r"^(\S.*::.*)$", done.stdout, re.MULTILINE)
+    assert ids, done.stdout[-2000:] + done.stderr[-2000:]
+    assert not [i for i in ids if i.startswith("tests/")]
+    groups = {}
+    for node_id in ids:
+        file, group, check = node_id.split("::")
+        assert re.fullmatch(r"autograder/lessons/test_\d\d_\w+\.py", file), node_id
+        assert check.startswith("test_"), node_id
+        groups.setdefault(group, set()).add(file)
+    # every task of every lesson is one node, named as the scorecard names it, inside its lesson's file
+    assert set(groups) == {tasknodes.label(t) for t in registry.TASKS}
+    for task_id in registry.TASKS:
+        (file,) = groups[tasknodes.label(task_id)]
+        assert file.startswith(f"autograder/lessons/test_{registry.task(task_id).lesson:02d}_")
+
+
+def test_the_editors_settings_run_pytest_on_the_courses_checks():
+    settings = json.loads((REPO / ".vscode" / "settings.json").read_text())
+    assert settings["python.testing.pytestEnabled"] is True
+    assert settings["python.testing.pytestArgs"] == ["autograder"]
+
+
+def test_running_one_node_grades_that_task_and_reports_the_scorecards_verdict(tmp_path):
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace("self.data + other.data,", "self.data + other.data + 1,", 1))
+    node = f"autograder/lessons/test_02_value.py::{tasknodes.label('2.3')}::test_add_forward"
+    report = tmp_path / "report.xml"
+    done = pytest_run(node, "--impl", str(submission), "--junitxml", str(report))
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output[-3000:]
+    # the scorecard, of that task alone
+    assert "2.3  Value.__add__ forward" in output and "Lesson  1" not in output and "2.4 " not in output
+    (case,) = ET.parse(report).getroot().iter("testcase")
+    (failure,) = case.iter("failure")
+    text = failure.get("message")
+    scorecard_block = output[output.index("What went wrong") :]
+    for line in text.splitlines()[:-1]:  # the verdict, what was checked, expected, got, hint, page
+        assert line.strip() in scorecard_block, (line, output[-3000:])
+    assert "expected: -1.0" in text and "page:     course/02-value.md#task-2-3" in text
+    assert text.splitlines()[-1].split() == [
+        "again:",
+        "pytest",
+        "autograder",
+        "--task",
+        "2.3",
+        "--impl",
+        str(submission),
+    ]
+
+
+def test_a_panels_node_ids_select_their_tasks_and_lessons_so_that_only_their_workers_start():
+    def selected(*args: str) -> tuple[list, list]:
+        config = SimpleNamespace(
+            args=list(args), invocation_params=SimpleNamespace(dir=REPO), option=SimpleNamespace(lesson=[], task=[])
+        )
+        tasknodes.pytest_configure(config)
+        return config.option.lesson, config.option.task
+
+    lesson_2 = REPO / "autograder" / "lessons" / "test_02_value.py"
+    assert selected(f"{lesson_2}::{tasknodes.label('2.3')}::test_add_forward") == ([], ["2.3"])
+    assert selected(f"{lesson_2}::{tasknodes.label('2.3')}", "autograder/lessons/test_08_operations.py") == (
+        [8],
+        ["2.3"],
+    )
+    assert selected("autograder") == ([], [])  # a folder: everything
+    assert selected(str(lesson_2), "tests") == ([], [])
