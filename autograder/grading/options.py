@@ -92,9 +92,8 @@ class GradeOptions:
 
     def __post_init__(self):
         # a command line gives lists and numbers as text; paths may be Path objects: one type per field
-        for name in ("lessons", "tasks", "hide"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "lessons", tuple(int(n) for n in self.lessons))
+        object.__setattr__(self, "tasks", tuple(self.tasks))
         object.__setattr__(self, "hide", tuple(str(p) for p in self.hide))
         for name in ("impl", "results_json", "results_file"):
             if getattr(self, name) is not None:
