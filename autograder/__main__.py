@@ -237,14 +237,7 @@ def _batch(args: argparse.Namespace) -> int:
         return 1
     try:
         outcomes = batch.batch(
-            args.submissions,
-            args.out,
-            args.jobs,
-            args.timeout,
-            args.memory_limit,
-            args.check_timeout,
-            progress=not args.quiet,
-            isolation=args.isolation,
+            args.submissions, args.out, args.jobs, args.timeout, options.from_namespace(args), progress=not args.quiet
         )
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
@@ -264,18 +257,7 @@ def _grade(args: argparse.Namespace) -> int:
         # a copy of stderr as it is now: pytest points descriptor 2 at its capture file while it runs
         faulthandler.register(signal.SIGUSR1, file=os.fdopen(os.dup(2), "w"), all_threads=True)
     try:
-        results = runner.grade(
-            args.impl,
-            lessons=args.lesson,
-            tasks=args.task,
-            check_timeout=args.check_timeout,
-            memory_mb=args.memory_limit,
-            results_json=args.results_json,
-            results_file=args.results_file,
-            isolation=args.isolation,
-            extra=[a for p in args.hide for a in ("--hide", p)]
-            + (["--fresh-inputs", str(args.fresh_inputs)] if args.fresh_inputs is not None else []),
-        )
+        results = runner.grade(options.from_namespace(args))
     except RuntimeError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -286,7 +268,7 @@ def _grade(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace) -> int:
     from autograder.grading import watch
 
-    return watch.watch(args.impl, args.lesson, args.check_timeout, poll=args.poll)
+    return watch.watch(options.from_namespace(args), poll=args.poll)
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -373,7 +355,7 @@ def _add_lesson_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("build", help="regenerate every generated file (stubs, notebooks, task lists, templates)")
@@ -431,28 +413,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("grades.csv"), help="the CSV gradebook (default grades.csv)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     p.add_argument("--timeout", type=float, default=600, help="wall-time cap per submission, seconds (default 600)")
-    options.add(p.add_argument, options.MEMORY_LIMIT, options.CHECK_TIMEOUT_OPTION, options.ISOLATION)
+    options.add(p.add_argument, "memory_limit", "check_timeout", "isolation")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_batch)
     p = commands.add_parser("grade", help="grade a folder with the one runner (what batch and Gradescope run)")
-    p.add_argument("--impl", default="exercises", help="exercises (default), solutions, or a folder")
-    p.add_argument("--lesson", action="append", type=int, default=[], metavar="N")
-    p.add_argument("--task", action="append", default=[], metavar="L.N")
-    p.add_argument("--results-json", type=Path, help="Gradescope's results.json")
-    p.add_argument("--results-file", type=Path, help="the grader's own results, saved after every check")
-    options.add(
-        p.add_argument,
-        options.CHECK_TIMEOUT_OPTION,
-        options.MEMORY_LIMIT,
-        options.ISOLATION,
-        options.HIDE,
-        options.FRESH_INPUTS,
-    )
+    options.add(p.add_argument)  # every option of a grading run: what a child grader is given (`command_line`)
     p.set_defaults(run=_grade)
     p = commands.add_parser("watch", help="grade, then re-grade each file you save (Ctrl-C to stop)")
-    _add_lesson_option(p)
-    p.add_argument("--impl", default="exercises", help="the folder to watch: exercises (default), or a folder")
-    options.add(p.add_argument, options.CHECK_TIMEOUT_OPTION)
+    options.add(p.add_argument, "impl", "lessons", "check_timeout")
     p.add_argument(
         "--poll", action="store_true", help="look at the files every half second (for drives that raise no file events)"
     )
@@ -471,7 +439,11 @@ def main(argv: list[str] | None = None) -> int:
     p = commands.add_parser("student-edition", help="copy the course for a class: no solution sources, no hidden tests")
     p.add_argument("--out", type=Path, required=True, help="an empty folder to write")
     p.set_defaults(run=_student_edition)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
     return args.run(args)
 
 

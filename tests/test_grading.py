@@ -230,7 +230,7 @@ def test_a_worker_that_cannot_start_stops_the_run_with_its_error(monkeypatch):
     monkeypatch.setattr(pool, "python", lambda: broken)
     for start in ("fork", "spawn"):
         with pytest.raises(RuntimeError) as caught:
-            runner.grade("solutions", lessons=[2], extra=["--workers", start])
+            runner.grade("solutions", lessons=[2], workers=start)
         assert "the grader could not start a worker process" in str(caught.value), start
         assert "no module named autograder" in str(caught.value), start
         assert "python -m autograder doctor" in str(caught.value), start

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from autograder.grading import results, runner, watch
+from autograder.grading.options import GradeOptions
 from tests.conftest import REPO, copy_of
 
 LESSON_FILE = re.compile(r"test_(\d+)_\w+\.py")
@@ -140,9 +141,9 @@ def test_a_save_replaces_the_verdicts_of_the_saved_files_tasks_only(monkeypatch)
         ]
     )
     asked = []
-    monkeypatch.setattr(runner, "grade", lambda *args, tasks, **kwargs: asked.append(list(tasks)) or next(runs))
+    monkeypatch.setattr(runner, "grade", lambda options, **kwargs: asked.append(list(options.tasks)) or next(runs))
     out = io.StringIO()
-    state = watch.Watch("exercises", [], None, out)
+    state = watch.Watch(GradeOptions(), out)
     state.pool.close()  # never used: runner.grade is replaced
     state.grade()
     state.grade(watch.tasks_of(["engine"], state.results.selected))

@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 from autograder.course.regions import EXERCISES, REPO, solution_files
+from autograder.grading.options import GradeOptions
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image.
@@ -108,6 +109,12 @@ def find_submitted(submission: Path) -> dict[str, Path]:
     return {name: best / name for name in names if (best / name).is_file()}
 
 
+def submission_options(root: Path, graded: Path) -> GradeOptions:
+    """How a submission is graded: the course's limits, Gradescope's folder hidden, inputs drawn for it alone
+    (a graded run: answers known from the pages are worth nothing)."""
+    return GradeOptions(impl=graded, hide=(root,), fresh_inputs=secrets.randbelow(2**31))
+
+
 def grade_submission(root: Path, timeout: float = 1200) -> dict:
     """Grade `root/submission` and write `root/results/results.json`; return what was written.
 
@@ -135,8 +142,7 @@ def grade_submission(root: Path, timeout: float = 1200) -> dict:
         graded, left = private_copy(staged, Path(tmp) / "graded")
         notes += [f"Not graded: {item}." for item in left]
         try:
-            seed = str(secrets.randbelow(2**31))  # a graded run: answers known from the page are worth nothing
-            done = runner.grade(graded, extra=["--hide", str(root), "--fresh-inputs", seed])
+            done = runner.grade(submission_options(root, graded))
             results = scorecard.gradescope_results(done)
         except Exception as exc:  # noqa: BLE001 - the learner must get a valid results.json whatever happens
             results = {

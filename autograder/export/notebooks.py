@@ -37,7 +37,6 @@ import nbformat
 from autograder.course import registry
 from autograder.course.regions import EXERCISES, SOLUTIONS, Region, all_regions, has_sources, owners_of, parse
 from autograder.export.stubs import stub_lines
-from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 
 LEARNER_NOTEBOOKS = EXERCISES / "notebooks"
 GRADER_DIR = Path(__file__).resolve().parent
@@ -335,12 +334,12 @@ c.CourseDirectory.course_id = "backprop-course"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 
 # The first check cell of a notebook grades the whole lesson in one run of the grader: every check
-# at its time limit ({per_test:g} s unless AUTOGRADER_TIMEOUT says otherwise), {most} checks in the
-# largest lesson, and start-up: the grader's own budget.
+# at its time limit (the installed grader's, unless AUTOGRADER_TIMEOUT says otherwise), {most} checks
+# in the largest lesson, and start-up: the grader's own budget.
 from autograder.grading.limits import lesson_budget  # noqa: E402
+from autograder.grading.options import for_notebooks  # noqa: E402
 
-per_test = float(os.environ.get("AUTOGRADER_TIMEOUT") or {per_test:g})
-c.ExecutePreprocessor.timeout = lesson_budget({most}, per_test)
+c.ExecutePreprocessor.timeout = lesson_budget({most}, for_notebooks().check_timeout)
 
 # nbgrader replaces each solution region with this stub (its default, given here to be explicit).
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
@@ -349,7 +348,7 @@ c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplemente
 
 def nbgrader_config() -> str:
     most = max(len(lesson_tests(lesson.number)) for lesson in graded_lessons())
-    return NBGRADER_CONFIG.format(per_test=TEST_TIMEOUT, most=most)
+    return NBGRADER_CONFIG.format(most=most)
 
 
 def write_nbgrader_course(

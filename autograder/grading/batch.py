@@ -36,6 +36,7 @@ from pathlib import Path
 from autograder.course import registry
 from autograder.course.regions import REPO
 from autograder.grading.limits import ONE_THREAD
+from autograder.grading.options import GradeOptions, grader_command
 from autograder.grading.results import STATUSES, Results
 from autograder.worker import sandbox
 
@@ -109,16 +110,11 @@ def private_copy(folder: Path, into: Path) -> tuple[Path, list[str]]:
     return copy, left
 
 
-def grade_one(
-    folder: Path,
-    results_dir: Path,
-    timeout: float,
-    check_timeout: float,
-    memory_mb: int,
-    hidden: list[Path],
-    isolation: str = "auto",
-) -> Outcome:
-    """Grade one submission with the runner, in a grader process of its own; keep what it found if it is stopped."""
+def grade_one(folder: Path, results_dir: Path, timeout: float, options: GradeOptions) -> Outcome:
+    """Grade one submission with the runner, in a grader process of its own; keep what it found if it is stopped.
+
+    `options`: the batch's (limits, isolation, folders to hide); the submission, its result files and its drawn
+    seed are this submission's."""
     own = results_dir / folder.name  # a folder of its own: no name can make another submission's file names
     own.mkdir(exist_ok=True)
     partial, gradescope, log = own / "results.json", own / "gradescope.json", own / "grader.log"
@@ -127,27 +123,14 @@ def grade_one(
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="autograder-batch-") as tmp:
         copy, left = private_copy(folder, Path(tmp))
-        command = [
-            sys.executable,
-            "-m",
-            "autograder",
-            "grade",
-            "--impl",
-            str(copy),
-            "--results-file",
-            str(partial),
-            "--results-json",
-            str(gradescope),
-            "--check-timeout",
-            str(check_timeout),
-            "--memory-limit",
-            str(memory_mb),
-            "--isolation",
-            isolation,
-            "--fresh-inputs",  # a graded run: answers known from the page are worth nothing
-            str(secrets.randbelow(2**31)),
-        ]
-        command += [arg for path in hidden for arg in ("--hide", str(path))]
+        command = grader_command(
+            options.replace(
+                impl=copy,
+                results_file=partial,
+                results_json=gradescope,
+                fresh_inputs=secrets.randbelow(2**31),  # a graded run: answers known from the page are worth nothing
+            )
+        )
         with open(log, "wb") as out:
             with _children:
                 proc = subprocess.Popen(
@@ -303,12 +286,11 @@ def batch(
     out: Path,
     jobs: int,
     timeout: float,
-    memory_mb: int,
-    check_timeout: float,
+    options: GradeOptions,
     progress: bool = True,
-    isolation: str = "auto",
 ) -> list[Outcome]:
-    """Grade every sub-folder of `submissions` not yet in `out`; append a row for each as it is done."""
+    """Grade every sub-folder of `submissions` not yet in `out` with `options` (their limits and isolation); append
+    a row for each as it is done."""
     if not submissions.is_dir():
         raise FileNotFoundError(f"{submissions} is not a folder of submissions")
     folders = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -317,7 +299,7 @@ def batch(
     results_dir = out.with_suffix(".results")
     results_dir.mkdir(parents=True, exist_ok=True)
     full_marks = _full_marks()
-    hidden = [submissions.resolve(), out.resolve().parent]
+    options = options.replace(hide=(*options.hide, submissions.resolve(), out.resolve().parent))
     new_file = not out.exists() or out.stat().st_size == 0
     lock = threading.Lock()
     outcomes = []
@@ -326,10 +308,7 @@ def batch(
         if new_file:
             writer.writeheader()
             f.flush()
-        futures = [
-            pool.submit(grade_one, folder, results_dir, timeout, check_timeout, memory_mb, hidden, isolation)
-            for folder in todo
-        ]
+        futures = [pool.submit(grade_one, folder, results_dir, timeout, options) for folder in todo]
         bar = _progress(len(folders), len(done), progress)
         for future in as_completed(futures):
             outcome = future.result()

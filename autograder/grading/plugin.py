@@ -1,9 +1,9 @@
 """The pytest plugin that turns `pytest autograder` into a grader, on the trusted side of the boundary.
 
-It adds the options (`--impl`, `--lesson`, `--task`, `--results-json`,
-`--show-code`, `--check-timeout`, `--memory-limit`, `--isolation`,
-`--workers`), checks that every test names exactly one task with its points
-and a hint, and gives the grading tests two fixtures:
+It adds the options of a grading run (`options.GradeOptions`: read once into
+`config.stash[OPTIONS]`, unless a caller put them there: `runner.grade`) and
+`--show-code` and `--draw`, checks that every test names exactly one task with
+its points and a hint, and gives the grading tests two fixtures:
 
 - `learner.run(scenario, *args)` runs a scenario in the task's worker, over
   the learner's code, and returns its plain-data answer (or raises
@@ -62,6 +62,7 @@ from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import ErrorKind, to_plain
 
 GRADER = pytest.StashKey["Grader"]()
+OPTIONS = pytest.StashKey[options.GradeOptions]()  # the run's options: set by a caller (`runner.grade`), or read once
 ZYGOTES = pytest.StashKey[pool.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 LESSONS_PACKAGE = f"{__package__.rpartition('.')[0]}.lessons"  # what pytest names the test modules there
@@ -70,33 +71,9 @@ RECORDED = LESSONS / "reference_answers.json"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("autograder", "course autograder")
-    group.addoption(
-        "--impl",
-        default="exercises",
-        metavar="FOLDER",
-        help="what to grade: 'exercises' (default), 'solutions', or a folder laid out like exercises/",
-    )
-    group.addoption(
-        "--lesson", action="append", type=int, default=[], metavar="N", help="grade only lesson N (repeatable)"
-    )
-    group.addoption("--task", action="append", default=[], metavar="L.N", help="grade only task L.N (repeatable)")
-    group.addoption("--results-json", metavar="PATH", help="also write the result in Gradescope's results.json format")
-    group.addoption(
-        "--results-file",
-        metavar="PATH",
-        help="also write the results in the grader's own format, updated after every check",
-    )
+    options.add(group.addoption)  # every option of a grading run (`GradeOptions`); what it shows, below
     group.addoption(
         "--show-code", action="store_true", help="show pytest's tracebacks, test code included (hidden by default)"
-    )
-    options.add(
-        group.addoption,
-        options.CHECK_TIMEOUT_OPTION,
-        options.MEMORY_LIMIT,
-        options.ISOLATION,
-        options.WORKERS,
-        options.HIDE,
-        options.FRESH_INPUTS,
     )
     group.addoption(
         "--draw",
@@ -116,19 +93,22 @@ class Grader:
     def __init__(self, config: pytest.Config, self_check_of: Grader | None = None):
         self.config = config
         self.main = self_check_of
-        impl = "solutions" if self_check_of else config.getoption("impl")
-        self.root = (REPO / impl) if impl in ("exercises", "solutions") else Path(impl).resolve()
+        self.options = config.stash[OPTIONS]
+        if self_check_of:
+            self.options = self.options.replace(impl="solutions")
+        impl = self.options.impl
+        self.root = self.options.folder()
         if not self.root.is_dir():
             raise pytest.UsageError(f"--impl {impl}: no such folder ({self.root})")
         self.impl_option = "" if impl == "exercises" else f" --impl {impl}"
-        self.timeout = config.getoption("check_timeout")
-        self.memory_mb = config.getoption("memory_limit")
+        self.timeout = self.options.check_timeout
+        self.memory_mb = self.options.memory_limit
         try:
-            self.level = isolation.level_for(config.getoption("isolation"))
-            self.start_method = pool.start_method(config.getoption("workers"))
+            self.level = isolation.level_for(self.options.isolation)
+            self.start_method = pool.start_method(self.options.workers)
         except RuntimeError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.fresh_seed = config.getoption("fresh_inputs")
+        self.fresh_seed = self.options.fresh_inputs
         if self.fresh_seed is not None and not has_sources():
             raise pytest.UsageError("--fresh-inputs needs the reference, which a student edition does not ship")
         self.results = Results(self.graded_name(), self.impl_option, self.level, complete=False)
@@ -162,7 +142,7 @@ class Grader:
         return str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
 
     def selects(self, task_id: str) -> bool:
-        lessons, tasks = self.config.getoption("lesson"), self.config.getoption("task")
+        lessons, tasks = self.options.lessons, self.options.tasks
         if not lessons and not tasks:
             return True
         return task_id in tasks or registry.task(task_id).lesson in lessons
@@ -226,11 +206,11 @@ class Grader:
             str(self.root.parent),
             "/autograder",
             *installed_packages(),
-            *self.config.getoption("hide"),
+            *self.options.hide,
         ]
-        for option in ("results_json", "results_file"):
-            if self.config.getoption(option):
-                hidden.append(str(Path(self.config.getoption(option)).resolve().parent))
+        for path in (self.options.results_json, self.options.results_file):
+            if path:
+                hidden.append(str(Path(path).resolve().parent))
         if self.config.getoption("draw"):  # made now, so that it can be hidden from the learner's code like the rest
             Path(self.config.getoption("draw")).mkdir(parents=True, exist_ok=True)
             hidden.append(self.config.getoption("draw"))
@@ -685,12 +665,13 @@ def recorded_answers() -> dict:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "task(id, points, hint): the task a grading test belongs to")
     config.addinivalue_line("markers", "hidden: a seeded check whose inputs the pages never show")
-    for task_id in config.getoption("task"):
+    run = config.stash[OPTIONS] = config.stash.get(OPTIONS, None) or options.from_namespace(config.option)
+    for task_id in run.tasks:
         if task_id not in registry.TASKS:
             raise pytest.UsageError(
                 f"--task {task_id}: there is no such task (they look like 2.3; python -m autograder tasks)"
             )
-    for number in config.getoption("lesson"):
+    for number in run.lessons:
         if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
             raise pytest.UsageError(f"--lesson {number}: lesson {number} has no graded tasks")
     config.stash[GRADER] = Grader(config)
@@ -706,7 +687,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
     Lesson N's grading tests live in `lessons/test_NN_*.py` (tests/test_watch.py checks it).
     """
-    wanted = set(config.getoption("lesson")) | {registry.task(t).lesson for t in config.getoption("task")}
+    run = config.stash[OPTIONS]
+    wanted = set(run.lessons) | {registry.task(t).lesson for t in run.tasks}
     number = collection_path.name.removeprefix("test_").partition("_")[0]
     if wanted and number.isdigit() and int(number) not in wanted and collection_path.parent.resolve() == LESSONS:
         return True
@@ -826,7 +808,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def _save_progress(grader: Grader) -> None:
     """The grader's own results file after each check, so that a run stopped from outside keeps what it found."""
-    path = grader.config.getoption("results_file")
+    path = grader.options.results_file
     if path:
         scorecard.write_json(Path(path), grader.results.to_json())
 
@@ -868,7 +850,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     graded = [t for t in grader.results.tests if not registry.task(t.task).bonus]
     if graded and all(t.status == "passed" for t in graded):
         session.exitstatus = pytest.ExitCode.OK  # a bonus task is never needed: it does not fail the run
-    path = session.config.getoption("results_json")
+    path = grader.options.results_json
     if path:
         scorecard.write_json(Path(path), scorecard.gradescope_results(grader.results))
     # last, and never in the way of the results: the run as `python -m autograder hint` reads it

@@ -3,7 +3,8 @@
 The command line (`pytest autograder ...`) is the same run started by pytest
 itself; batch grading, the Gradescope bundle, the notebooks and the site's
 build call `grade()` (or `python -m autograder grade`, which calls it), so
-every place that grades gets the same results object.
+every place that grades gets the same results object. Its options are one
+`GradeOptions`, handed to the run as they are (never as text).
 """
 
 from __future__ import annotations
@@ -15,69 +16,50 @@ from pathlib import Path
 import pytest
 
 from autograder.course.regions import REPO
+from autograder.grading.options import GradeOptions, grader_flags
 from autograder.grading.pool import Zygotes
 from autograder.grading.results import Results
 
 
 class _Catch:
-    """A pytest plugin object that keeps the run's config, to read the results from it afterwards."""
+    """A pytest plugin object that hands the run its options and keeps its config, to read the results from."""
 
     config: pytest.Config | None = None
 
-    def __init__(self, workers_pool: Zygotes | None = None):
-        self.workers_pool = workers_pool
+    def __init__(self, options: GradeOptions, workers_pool: Zygotes | None = None):
+        self.options, self.workers_pool = options, workers_pool
 
+    @pytest.hookimpl(tryfirst=True)  # before the grader's own pytest_configure, which reads them
     def pytest_configure(self, config: pytest.Config) -> None:
-        self.config = config
-        if self.workers_pool is not None:
-            from autograder.grading.plugin import ZYGOTES
+        from autograder.grading.plugin import OPTIONS, ZYGOTES
 
+        self.config = config
+        config.stash[OPTIONS] = self.options
+        if self.workers_pool is not None:
             config.stash[ZYGOTES] = self.workers_pool
 
 
 def grade(
-    impl: str | Path = "exercises",
+    impl: GradeOptions | str | Path = "exercises",
     *,
-    lessons: list[int] = (),
-    tasks: list[str] = (),
-    check_timeout: float | None = None,
-    memory_mb: int | None = None,
-    isolation: str = "auto",
-    results_json: Path | None = None,
-    results_file: Path | None = None,
     quiet: bool = True,
     extra: list[str] = (),
     workers_pool: Zygotes | None = None,
+    **given,
 ) -> Results:
-    """Grade `impl` (`exercises`, `solutions` or a folder); raise RuntimeError if the grader could not run.
+    """Grade with `impl`'s options (or those of a folder, `exercises`, `solutions`, and `given`: `GradeOptions`'
+    fields); raise RuntimeError if the grader could not run.
 
+    The options go to the run as they are (pytest's `config.stash`); `extra` is pytest's own arguments only.
     `workers_pool`: zygotes to fork this run's workers from, kept by a caller that grades again and again
     (`pool.Zygotes`; the caller closes it). Without it the run starts its own and stops them at its end.
     """
-    # paths as `--option=PATH`: pytest looks for its settings (pyproject.toml) above every bare argument that is
-    # an existing path, so `--impl /tmp/x` would make it miss the project's and run without them
-    args = [
-        str(REPO / "autograder"),
-        "--rootdir",
-        str(REPO),
-        "-p",
-        "no:cacheprovider",
-        f"--impl={impl}",
-        "--isolation",
-        isolation,
-    ]
-    args += [f"--lesson={n}" for n in lessons] + [f"--task={t}" for t in tasks]
-    if check_timeout is not None:
-        args += ["--check-timeout", str(check_timeout)]
-    if memory_mb is not None:
-        args += ["--memory-limit", str(memory_mb)]
-    if results_json:
-        args.append(f"--results-json={results_json}")
-    if results_file:
-        args.append(f"--results-file={results_file}")
-    args += list(extra)
+    options = impl.replace(**given) if isinstance(impl, GradeOptions) else GradeOptions(impl=impl, **given)
+    if grader_flags(extra):
+        raise ValueError(f"grader options go in GradeOptions, not in pytest's arguments: {grader_flags(extra)}")
+    args = [str(REPO / "autograder"), "--rootdir", str(REPO), "-p", "no:cacheprovider", *extra]
     args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    catch = _Catch(workers_pool)
+    catch = _Catch(options, workers_pool)
     out = io.StringIO()
     with contextlib.redirect_stdout(out) if quiet else contextlib.nullcontext():
         code = pytest.main(args, plugins=[catch])

@@ -25,18 +25,14 @@ from typing import TextIO
 import watchfiles
 
 from autograder.course import registry
-from autograder.course.regions import REPO, has_sources, module_of
+from autograder.course.regions import has_sources, module_of
 from autograder.grading import pool, runner, scorecard
+from autograder.grading.options import GradeOptions
 from autograder.grading.results import Results
 
 STEP_MS = 30  # a save is reported once the folder has been quiet this long (editors write in several steps)
 IDLE_MS = 100  # the watcher wakes this often when nothing changes (its first wake says that it is in place)
 CLEAR = "\033[2J\033[H"
-
-
-def graded_folder(impl: str) -> Path:
-    """The folder `--impl` names, as the grader resolves it."""
-    return (REPO / impl) if impl in ("exercises", "solutions") else Path(impl).resolve()
 
 
 def saved_modules(changes: Iterable[tuple[object, str]], folder: Path) -> list[str]:
@@ -93,8 +89,9 @@ def polling_reason(folder: Path, mounts: str = "/proc/mounts") -> str:
 class Watch:
     """The latest verdict of every selected check, updated task by task as files are saved."""
 
-    def __init__(self, impl: str, lessons: list[int], check_timeout: float | None, out: TextIO, poll: bool = False):
-        self.impl, self.lessons, self.check_timeout, self.out, self.poll = impl, lessons, check_timeout, out, poll
+    def __init__(self, options: GradeOptions, out: TextIO, poll: bool = False):
+        self.options, self.out, self.poll = options, out, poll
+        self.impl, self.lessons = options.impl, list(options.lessons)
         self.pool = pool.Zygotes()
         self.results: Results | None = None
         self.stop_asked: list[int] = []  # the signals that asked to stop (see `stopping`)
@@ -103,11 +100,7 @@ class Watch:
         """Grade `tasks` (every selected task at first) and merge their verdicts into the ones kept."""
         try:
             fresh = runner.grade(
-                self.impl,
-                lessons=[] if tasks else self.lessons,
-                tasks=tasks,
-                check_timeout=self.check_timeout,
-                workers_pool=self.pool,
+                self.options.replace(lessons=() if tasks else self.lessons, tasks=tasks), workers_pool=self.pool
             )
         except RuntimeError:
             if self.stop_asked:  # pytest took the Ctrl-C as the end of its run; for us it is the end of watching
@@ -163,7 +156,7 @@ class Watch:
                 signal.signal(number, handler)
 
     def run(self) -> int:
-        folder = graded_folder(self.impl)
+        folder = self.options.folder()
         self.say(f"Grading {self.impl}" + (f" lesson {', '.join(map(str, self.lessons))}" if self.lessons else ""))
         why_poll = "asked for (--poll)" if self.poll else polling_reason(folder)
         if why_poll:
@@ -203,22 +196,17 @@ class Watch:
         return 0
 
 
-def watch(
-    impl: str = "exercises",
-    lessons: list[int] = (),
-    check_timeout: float | None = None,
-    out: TextIO = sys.stdout,
-    poll: bool = False,
-) -> int:
+def watch(options: GradeOptions | None = None, out: TextIO = sys.stdout, poll: bool = False) -> int:
     """Grade, then re-grade on every save until Ctrl-C; 0 when stopped, 2 if the grader cannot run at all."""
-    if not graded_folder(impl).is_dir():
-        print(f"--impl {impl}: no such folder ({graded_folder(impl)})", file=sys.stderr)
+    options = options or GradeOptions()
+    if not options.folder().is_dir():
+        print(f"--impl {options.impl}: no such folder ({options.folder()})", file=sys.stderr)
         return 2
-    for number in lessons:
+    for number in options.lessons:
         if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
             print(f"--lesson {number}: lesson {number} has no graded tasks", file=sys.stderr)
             return 2
-    state = Watch(impl, list(lessons), check_timeout, out, poll)
+    state = Watch(options, out, poll)
     with state.stopping():
         try:
             return state.run()

@@ -45,6 +45,7 @@ from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, o
 from autograder.grading.drawing import dot_to_svg
 from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 from autograder.grading.limits import lesson_budget as _budget
+from autograder.grading.options import NOTEBOOK_TIMEOUT, for_notebooks, grader_command, impl_folder
 from autograder.grading.results import Results
 from autograder.grading.scorecard import page_link
 from autograder.worker.loading import SourcePackage, hybrid_value, where_in
@@ -59,7 +60,7 @@ def reference(module: str) -> types.ModuleType:
 
 
 GRADER_DIR = Path(__file__).resolve().parent
-TIMEOUT_VARIABLE = "AUTOGRADER_TIMEOUT"  # set it to change the time limit of each check (seconds)
+TIMEOUT_VARIABLE = NOTEBOOK_TIMEOUT  # set it to change the time limit of each check (seconds)
 
 
 # ------------------------------------------------------------------------------------------------ drawing graphs
@@ -344,7 +345,7 @@ class Lesson:
         self.lesson = registry.lesson(number)
         if not self.lesson.tasks:
             raise ValueError(f"lesson {number} has no tasks to explore")
-        self.root = {"exercises": EXERCISES, "solutions": SOLUTIONS}.get(str(impl)) or Path(impl).resolve()
+        self.root = impl_folder(impl)
         self.task_ids = [t.id for t in self.lesson.tasks]
         self.modules = sorted({r.module for r in all_regions() for t in self.task_ids if t in r.tasks})
 
@@ -358,9 +359,7 @@ class Lesson:
 
     def objects(self, impl: str | Path | None = None) -> types.SimpleNamespace:
         """The names of the lesson's modules: the lesson's own functions and methods from `impl`, the rest reference."""
-        root = (
-            self.root if impl is None else {"exercises": EXERCISES, "solutions": SOLUTIONS}.get(str(impl), Path(impl))
-        )
+        root = self.root if impl is None else impl_folder(impl)
         owners = {o for t in self.task_ids for o in owners_of(t)}
         names: dict[str, Any] = {}
         for module in self.modules:
@@ -450,7 +449,7 @@ def set_nbgrader_extensions(enabled: bool, user: bool = False) -> list[Path]:
 
 
 def check_timeout() -> float:
-    return float(os.environ.get(TIMEOUT_VARIABLE) or TEST_TIMEOUT)
+    return for_notebooks().check_timeout
 
 
 def lesson_budget(tests: int, per_test: float | None = None) -> int:
@@ -468,11 +467,9 @@ def run_grader(
     """Grade `impl` for `lessons` with the one runner, in a fresh process (the kernel stays free of pytest)."""
     folder = Path(impl).resolve()
     named = {EXERCISES.resolve(): "exercises", SOLUTIONS.resolve(): "solutions"}.get(folder, str(folder))
-    command = [sys.executable, "-m", "autograder", "grade", "--impl", named, "--results-file", str(results_file)]
-    for lesson in [lessons] if isinstance(lessons, int) else lessons:
-        command += ["--lesson", str(lesson)]
-    if per_test or os.environ.get(TIMEOUT_VARIABLE):
-        command += ["--check-timeout", f"{per_test or check_timeout():g}"]
+    lessons = [lessons] if isinstance(lessons, int) else lessons
+    given = {"check_timeout": per_test} if per_test else {}
+    command = grader_command(for_notebooks(impl=named, lessons=lessons, results_file=results_file, **given))
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(command, check=False, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
     try:

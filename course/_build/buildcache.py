@@ -56,6 +56,12 @@ def flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
 
 
+def recording() -> bool:
+    """A build for `python -m autograder build`: what depends on the grader is run (or read from this machine's
+    cache), not read from the committed results, so that they are rewritten where what it prints changed."""
+    return bool(os.environ.get("COURSE_SITE_RECORD")) and not flag("COURSE_SITE_CHECK")
+
+
 def solutions_fingerprint(folder: Path = REPO / "solutions") -> str:
     """What the reference code is, as a digest: of its sources, or the one shipped where only bytecode is."""
     if any(folder.glob("*.py")):
@@ -168,12 +174,18 @@ class BlockRunner:
         committed: Committed | None = None,
     ):
         self.context = context  # what every block's output depends on: solutions/, pagekit (the same everywhere)
-        self.depends = depends  # a name in a block's code -> the digest of what that name brings in
+        # a name in a block's code -> the digest of what that name brings in (the grader's sources). It is part of
+        # the local cache's key, not of the committed one: a block is committed by what it prints, so an edit of
+        # the grader that prints the same leaves course/_build/executed/ alone. `python -m autograder build`
+        # (`COURSE_SITE_RECORD`) runs such a block again whenever that digest changes, and the site test compares
+        # what it prints with what is committed.
+        self.depends = depends
         self.machine = machine  # this machine's Python and packages: part of the local cache's keys only
         self.committed = committed or Committed(read=False)
         self.digests: dict[str, str] = {}
         self.rerun = flag("COURSE_SITE_RERUN")
         self.check = flag("COURSE_SITE_CHECK")  # run nothing: report what the committed results miss
+        self.recording = recording()
         self.page = ""  # the page being built, set by the hooks
         self.chains: dict[str, str] = {}
         self.globals: dict[str, dict] = {}
@@ -185,8 +197,7 @@ class BlockRunner:
 
     def key(self, code: str, session: str) -> str:
         """The block's key in the committed results: its code, its session's earlier code, and the sources."""
-        extra = [self._digest(name) for name in self.depends if name in code]
-        key = _sha(self.chains.get(session, self.context) if session else self.context, code, *extra)
+        key = _sha(self.chains.get(session, self.context) if session else self.context, code)
         if session:
             self.chains[session] = key
         return key
@@ -199,10 +210,11 @@ class BlockRunner:
     def run(self, code: str, returncode: int | None = None, session: str | None = None, id: str = "", **extra) -> str:
         session = session or ""
         key = self.key(code, session)
-        local = _sha(self.machine, key) if self.machine else key
+        depends = [self._digest(name) for name in self.depends if name in code]
+        local = _sha(self.machine, key, *depends) if self.machine or depends else key
         cached = None
         if not self.rerun and session not in self.fresh:
-            cached = self.committed.get(key)
+            cached = None if depends and self.recording else self.committed.get(key)
             if cached is None and not self.check:
                 cached = read(local)
         if cached is None and self.check:

@@ -24,7 +24,10 @@
   a block whose code, session and sources are unchanged is not run again, so a
   warm build runs nothing. A page on which a replayed block printed something
   else than its kept output is rendered again with that session run afresh.
-  The grader runs that lesson 0 shows are cached the same way. Each page's
+  The grader runs that lesson 0 shows are cached the same way. What depends on
+  the grader (those runs, a block that names `autograder`) is committed by what it
+  prints: the grader's sources key the local cache only (`BlockRunner.depends`).
+  Each page's
   build cost goes to `.cache/site/build-times.json`.
 - Converts the math that `pymdownx.arithmatex` (generic mode) leaves in the
   HTML into MathML with `latex2mathml`, at build time: the browser needs no
@@ -94,14 +97,16 @@ DIRECTIVE = re.compile(r"^<!-- course: (?P<name>[\w-]+)(?: (?P<arg>[^>]*?))? -->
 BUGGY_LINE = ("return (fn(x + h) - fn(x)) / h", "return fn(x + h) - fn(x)")
 
 
-def _grader_inputs_digest() -> str:
-    """What a grader run's output depends on, the same on every machine: the grader, the reference, pytest's options."""
+def _grader_run_inputs() -> str:
+    """What a grader run grades, the same on every machine: the reference (the stubs are made from it) and
+    pytest's options. The grader's own sources are left out of the committed key (`BlockRunner.depends`)."""
     pytest_options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]
-    return (
-        _grader_digest()
-        + buildcache.solutions_fingerprint()
-        + _sha(json.dumps(pytest_options, sort_keys=True), BUGGY_LINE[1])
-    )
+    return buildcache.solutions_fingerprint() + _sha(json.dumps(pytest_options, sort_keys=True), BUGGY_LINE[1])
+
+
+# pytest's last line ends with how long the run took ("215 not_started in 2.87s"): a page shows the run without it,
+# so that the committed output is the same from one run to the next
+PYTEST_DURATION = re.compile(r" in [\d.]+s(?: \([\d:]+\))?$")
 
 
 NOT_GRADING = ("export", "jupyter", "__main__.py")  # parts of autograder/ that neither a grader run nor a page uses
@@ -131,15 +136,18 @@ def _fresh_clone(root: Path, solved: frozenset[str] = frozenset()) -> Path:
 class GraderRun:
     """`pytest autograder ARGS` in a throw-away fresh clone, started now, read when a page needs it.
 
-    What it printed is kept with the pages' results (committed, and in the local cache), keyed by the grader's
-    and the solutions' sources: it runs again only when one of them changes.
+    What it printed is kept with the pages' results: committed, keyed by what it grades (the solutions' sources),
+    and in the local cache, keyed by the grader's sources too. A plain build reads the committed result;
+    `python -m autograder build` runs it again when the grader changed, and rewrites it only if it prints
+    something else.
     """
 
     def __init__(self, name: str, args: list[str], solved=frozenset(), bug: tuple[str, str] | None = None):
-        self.key = _sha("grader run", name, _grader_inputs_digest())
-        self.local = _sha(_machine(), self.key)
+        self.key = _sha("grader run", name, _grader_run_inputs())
+        self.local = _sha(_machine(), self.key, _grader_digest())
         self.command = "pytest autograder" + "".join(f" {a}" for a in args)
-        self.result = _committed.get(self.key) or (None if _checking() else buildcache.read(self.local))
+        committed = None if buildcache.recording() else _committed.get(self.key)
+        self.result = committed or (None if _checking() else buildcache.read(self.local))
         self._thread = None
         if self.result is None and _checking():
             _committed.missing.append(f"the grader run `{self.command}` (lesson 0)")
@@ -180,6 +188,7 @@ class GraderRun:
         if "Scorecard" not in out:
             self.error = f"`{self.command}` printed no scorecard:\n{out}\n{done.stderr}"
             return
+        out = PYTEST_DURATION.sub("", out)
         self.result = out + "\n"
         buildcache.write(self.local, self.result)
 
@@ -298,7 +307,8 @@ def _install_block_runner() -> None:
     import markdown_exec
 
     global _runner
-    # a block that names the grader (lesson 0 prints its statuses) depends on the grader's sources too
+    # a block that names the grader (lesson 0 prints its statuses) depends on the grader's sources too: they key
+    # this machine's cache, not the committed results (which a grader edit that prints the same leaves alone)
     grader = {"autograder": _grader_digest}
     _runner = buildcache.BlockRunner(_block_context(), grader, machine=_machine(), committed=_committed)
 
