@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from autograder.course import registry
+from autograder.course import regions, registry
 from autograder.course.regions import SOLUTIONS, all_regions
-from autograder.export import reset, stubs
+from autograder.export import reset
 from tests.conftest import REPO
 
 OWN = {r.task for r in all_regions()}
@@ -19,7 +19,7 @@ OWN = {r.task for r in all_regions()}
 def solved(module: str, tasks: set[str]) -> str:
     """`module`'s file as a learner who did exactly `tasks` has it (the reference's code in their holes)."""
     path = SOLUTIONS / f"{module}.py"
-    return stubs.generate(path.read_text(), module, frozenset(tasks), str(path))
+    return regions.generate(path.read_text(), module, frozenset(tasks), str(path))
 
 
 def run_reset(*args: str) -> subprocess.CompletedProcess:
@@ -51,7 +51,7 @@ def test_reset_puts_back_one_tasks_stub_keeps_the_others_and_the_saved_copy_rest
     added = [line[1:] for line in changed if line.startswith("+")]
     (region,) = [r for r in all_regions() if r.task == "2.3"]
     assert removed == SOLUTIONS.joinpath("engine.py").read_text().splitlines()[region.begin : region.end - 1]
-    assert added == stubs.stub_lines(region.tasks, region.indent)
+    assert added == regions.stub_lines(region.tasks, region.indent)
     (copy,) = tmp_path.glob("engine.py.*.bak")
     assert str(copy) in done.stdout
     assert copy.read_bytes() == before.encode()

@@ -17,6 +17,9 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
+from autograder.course import registry
+from autograder.worker.wire import stub_message
+
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
@@ -157,8 +160,6 @@ def manifest_entries() -> list[dict]:
 
 def module_of(task_id: str) -> str:
     """The file (stem) that holds a task's code, e.g. `'engine'` for task 2.3 (a capstone: the first file it runs)."""
-    from autograder.course import registry
-
     if task_id in registry.TASKS and registry.task(task_id).runs_whole:
         return registry.task(task_id).runs_whole[0]
     modules = {r.module for r in all_regions() if task_id in r.tasks}
@@ -167,6 +168,57 @@ def module_of(task_id: str) -> str:
     return modules.pop()
 
 
+def waits_for(task_id: str) -> list[str]:
+    """For a capstone, the tasks whose code it runs whole; for any other task, none."""
+    files = registry.task(task_id).runs_whole
+    ids = {t for r in all_regions() if r.module in files for t in r.tasks}
+    return sorted((t for t in ids if not registry.task(t).bonus), key=registry.sort_key)
+
+
 def owners_of(task_id: str) -> frozenset[str]:
     """The functions and methods a task's code lives in, e.g. `{'Value.__add__'}`."""
     return frozenset(r.owner for r in all_regions() if task_id in r.tasks)
+
+
+# --- a region as a learner's stub ---------------------------------------------------------------------------------
+
+
+def stub_lines(task_ids: tuple[str, ...], indent: str) -> list[str]:
+    """The lines that replace a solution region: a TODO, one line per later task that shares it, the raise.
+
+    A region shared with later tasks names them without their titles: a later task's title would
+    announce what that lesson lets the learner discover before the learner gets there. Each note has a
+    line of its own, so that none is cut off where the page shows the stub.
+    """
+    own = registry.task(task_ids[0])
+    return [
+        f"{indent}# TODO(task {own.id}): {own.title}: see the docstring.",
+        *(f"{indent}# Also task {t}: a later task revisits this code." for t in task_ids[1:]),
+        f'{indent}raise NotImplementedError("{stub_message(own.id, own.title)}")',
+    ]
+
+
+def generate(text: str, module: str, keep: frozenset[str] = frozenset(), filename: str = "<solution>") -> str:
+    """Return the exercise version of a solution file; regions whose own task is in `keep` stay solved."""
+    return _stub_regions(text, module, filename, lambda region: region.task in keep)
+
+
+def for_task(text: str, module: str, task_id: str, kept: frozenset[str], filename: str = "<solution>") -> str:
+    """The solution file as the worker of `task_id` holds it: every region a stub, except those of a task in `kept`
+    (its prerequisites), and never one of `task_id`'s own (a region shared by tasks belongs to each of them)."""
+    return _stub_regions(text, module, filename, lambda r: task_id not in r.tasks and bool(kept & set(r.tasks)))
+
+
+def _stub_regions(text: str, module: str, filename: str, solved) -> str:
+    lines = text.splitlines()
+    out: list[str] = []
+    cursor = 0
+    for region in parse(text, module, filename):
+        out.extend(lines[cursor : region.begin - 1])
+        if solved(region):
+            out.extend(lines[region.begin : region.end - 1])
+        else:
+            out.extend(stub_lines(region.tasks, region.indent))
+        cursor = region.end
+    out.extend(lines[cursor:])
+    return "\n".join(out) + "\n"

@@ -586,15 +586,6 @@ def sort_key(task_id: str) -> tuple[int, int]:
     return int(lesson_number), int(number)
 
 
-def waits_for(task_id: str) -> list[str]:
-    """For a capstone, the tasks whose code it runs whole; for any other task, none."""
-    from autograder.course.regions import all_regions
-
-    files = task(task_id).runs_whole
-    ids = {t for r in all_regions() if r.module in files for t in r.tasks}
-    return sorted((t for t in ids if not task(t).bonus), key=sort_key)
-
-
 # What a task's checks run through in its own lesson (or a later one), besides the lessons before it: the reference
 # of these tasks sits under the learner's code in the task's worker, so that a bug there is not charged twice.
 # `tests/test_prerequisites.py` grades each task over these alone.

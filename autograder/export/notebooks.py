@@ -35,8 +35,16 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import registry
-from autograder.course.regions import EXERCISES, SOLUTIONS, Region, all_regions, has_sources, owners_of, parse
-from autograder.export.stubs import stub_lines
+from autograder.course.regions import (
+    EXERCISES,
+    SOLUTIONS,
+    Region,
+    all_regions,
+    has_sources,
+    owners_of,
+    parse,
+    stub_lines,
+)
 
 LEARNER_NOTEBOOKS = EXERCISES / "notebooks"
 GRADER_DIR = Path(__file__).resolve().parent

@@ -15,9 +15,14 @@ import json
 import time
 from pathlib import Path
 
-from autograder.course import registry
-from autograder.course.regions import EXERCISES, SOLUTIONS, edition_manifest, has_sources, parse, solution_files
-from autograder.worker.wire import stub_message
+from autograder.course.regions import (
+    EXERCISES,
+    SOLUTIONS,
+    edition_manifest,
+    generate,
+    has_sources,
+    solution_files,
+)
 
 MANIFEST = ".sync-manifest.json"
 
@@ -28,47 +33,6 @@ the docstring above it says what it must do, and `pytest autograder --task L.N`
 grades it. Generated from `solutions/` by `python -m autograder sync`.
 """
 '''
-
-
-def stub_lines(task_ids: tuple[str, ...], indent: str) -> list[str]:
-    """The lines that replace a solution region: a TODO, one line per later task that shares it, the raise.
-
-    A region shared with later tasks names them without their titles: a later task's title would
-    announce what that lesson lets the learner discover before the learner gets there. Each note has a
-    line of its own, so that none is cut off where the page shows the stub.
-    """
-    own = registry.task(task_ids[0])
-    return [
-        f"{indent}# TODO(task {own.id}): {own.title}: see the docstring.",
-        *(f"{indent}# Also task {t}: a later task revisits this code." for t in task_ids[1:]),
-        f'{indent}raise NotImplementedError("{stub_message(own.id, own.title)}")',
-    ]
-
-
-def generate(text: str, module: str, keep: frozenset[str] = frozenset(), filename: str = "<solution>") -> str:
-    """Return the exercise version of a solution file; regions whose own task is in `keep` stay solved."""
-    return _stub_regions(text, module, filename, lambda region: region.task in keep)
-
-
-def for_task(text: str, module: str, task_id: str, kept: frozenset[str], filename: str = "<solution>") -> str:
-    """The solution file as the worker of `task_id` holds it: every region a stub, except those of a task in `kept`
-    (its prerequisites), and never one of `task_id`'s own (a region shared by tasks belongs to each of them)."""
-    return _stub_regions(text, module, filename, lambda r: task_id not in r.tasks and bool(kept & set(r.tasks)))
-
-
-def _stub_regions(text: str, module: str, filename: str, solved) -> str:
-    lines = text.splitlines()
-    out: list[str] = []
-    cursor = 0
-    for region in parse(text, module, filename):
-        out.extend(lines[cursor : region.begin - 1])
-        if solved(region):
-            out.extend(lines[region.begin : region.end - 1])
-        else:
-            out.extend(stub_lines(region.tasks, region.indent))
-        cursor = region.end
-    out.extend(lines[cursor:])
-    return "\n".join(out) + "\n"
 
 
 def expected_files(solutions: Path = SOLUTIONS, keep: frozenset[str] = frozenset()) -> dict[str, str]:

@@ -48,9 +48,11 @@ from autograder.course.regions import (
     REPO,
     SOLUTIONS,
     all_regions,
+    for_task,
     has_sources,
     module_of,
     owners_of,
+    waits_for,
 )
 from autograder.grading import caches, drawing, fresh_inputs, isolation, lastrun, options, pool, scorecard, verdicts
 from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
@@ -387,12 +389,12 @@ class Grader:
     def stop_capstones_waiting_for(self, task_id: str) -> None:
         """A capstone that now can only wait for `task_id` stops running its planned calls (they may hang)."""
         for capstone in self.results.selected:
-            if self.workers and registry.task(capstone).runs_whole and task_id in registry.waits_for(capstone):
+            if self.workers and registry.task(capstone).runs_whole and task_id in waits_for(capstone):
                 self.workers.stop(capstone)
 
     def check_prerequisites(self, task_id: str) -> None:
         """A capstone runs once every task whose code it runs has passed in this same run."""
-        needed = registry.waits_for(task_id) if registry.task(task_id).runs_whole else []
+        needed = waits_for(task_id) if registry.task(task_id).runs_whole else []
         if not needed:
             return
         # a task this run does not grade (`--lesson 12`) is taken as done: the capstone then finds its bugs itself
@@ -502,8 +504,6 @@ def reference_for(task_id: str) -> dict[str, str]:
     Every other region is turned back into its stub, the task's own among them: a delegation to the reference
     finds nothing that solves the task, and calling the code of a task that is not a prerequisite raises.
     """
-    from autograder.export.stubs import for_task
-
     needed = registry.prerequisites(task_id)
     return {
         path.stem: for_task(path.read_text(), path.stem, task_id, needed, str(path))

@@ -98,21 +98,6 @@ def expect_list(actual: Any, length: int, what: str, inputs: str | None = None) 
     return actual
 
 
-def expect_raises(
-    error: type[BaseException], call: Callable[[], Any], what: str, inputs: str | None = None
-) -> BaseException:
-    """Fail unless `call()` raises `error`; return the exception for further checks."""
-    try:
-        result = call()
-    except error as exc:
-        return exc
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # the learner raised, but the wrong kind
-        raise CheckFailed(what, f"{error.__name__} raised", f"{type(exc).__name__}: {exc}", inputs) from None
-    raise CheckFailed(what, f"{error.__name__} raised", f"returned {result!r}", inputs)
-
-
 def finite_difference(fn: Callable[[float], float], x: float, h: float = 1e-6) -> float:
     """The grader's own central difference, used as an oracle."""
     return (fn(x + h) - fn(x - h)) / (2 * h)

@@ -207,9 +207,6 @@ class Implementation:
         self._swapped = False
         self._value: type | None = None
 
-    def reference(self, name: str) -> types.ModuleType:
-        return (self._reference or self._learner).module(name)
-
     def module(self, name: str) -> types.ModuleType:
         """The learner's module when it holds this task, the reference module otherwise."""
         if self._reference is not None and name != self.module_name:
