@@ -2,7 +2,7 @@
 
 The learner's file has no markers left: where a task's code is comes from the
 stub the file started as. The stub is fixed lines with a *hole* per solution
-region (its TODO and `raise NotImplementedError` lines, `regions.stub_lines`);
+region (its TODO and `raise NotImplementedError` lines, `stub_lines`);
 a learner writes in the holes. A task's code in the learner's file is what
 lies between the fixed lines around its hole: the nearest non-blank fixed
 lines before it (up to the hole before, or the start of the function: its
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.course import registry
-from autograder.course.regions import EXERCISES, Region, all_regions, owner_span
+from autograder.course.regions import EXERCISES, Region, all_regions, owner_span, stub_lines
 from autograder.export import stubs
 
 
@@ -46,7 +46,7 @@ def holes(stub: list[str], regions: list[Region]) -> list[Hole]:
     """The holes of one stub file, from its regions (which are numbered by the solution file's lines)."""
     spans, shift = [], 0
     for region in regions:
-        lines = regions.stub_lines(region.tasks, region.indent)
+        lines = stub_lines(region.tasks, region.indent)
         start = region.begin - 1 - shift  # the lines of earlier regions, each replaced by its stub's, come before
         if stub[start : start + len(lines)] != lines:
             raise RuntimeError(f"the stub of {region.module}.py does not match its regions: rebuild it")
