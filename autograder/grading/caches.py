@@ -41,6 +41,7 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -202,19 +203,29 @@ class GradingCache:
 
     def store(self, what: str, data: dict) -> None:
         """Write `what.json`, then seal it."""
-        _write_new(self.folder / f"{what}.json", json.dumps(data, separators=(",", ":")).encode())
+        write_whole(self.folder / f"{what}.json", json.dumps(data, separators=(",", ":")).encode())
         self.seal(what)
 
     def seal(self, what: str) -> None:
         """Write the seal of `what.json`: the identity of the file as this run left it."""
-        _write_new(self.folder / f"{what}.seal", json.dumps(_identity((self.folder / f"{what}.json").lstat())).encode())
+        write_whole(
+            self.folder / f"{what}.seal", json.dumps(_identity((self.folder / f"{what}.json").lstat())).encode()
+        )
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    """Write a file readable and writable by this user only, whole: another run reading meanwhile sees the old one."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    partial.replace(path)
+def write_whole(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write `path` whole or not at all, as a new file of its own (`mode`: this user's alone by default): made
+    beside it, never opened through a link someone left there, then put in its place (a link at `path` is
+    replaced, its target untouched). Another run reading meanwhile sees the old file whole.
+
+    The grader's one way to write a file: caches, results, the last run, the hints seen."""
+    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if mode != 0o600 and hasattr(os, "fchmod"):
+                os.fchmod(f.fileno(), mode)
+            f.write(data)
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from autograder.course import registry
@@ -42,14 +40,7 @@ def save(results: Results, root: Path, files: dict[str, str | None], task_files:
         data = {"root": str(root.resolve()), "files": files, "task_files": task_files, "results": results.to_json()}
         text = json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(text)
-            os.replace(partial, path)  # two runs at once (watch mode and a terminal): the last one wins, whole
-        except BaseException:
-            Path(partial).unlink(missing_ok=True)
-            raise
+        caches.write_whole(path, text)  # two runs at once (watch mode and a terminal): the last one wins, whole
     except (OSError, ValueError, TypeError):  # what cannot be kept only costs `hint` its first lines
         pass
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 from autograder.course import registry
+from autograder.grading import caches
 from autograder.grading.results import SYMBOL, VOID, Results, TaskResult, TestResult
 from autograder.worker.wire import Level
 
@@ -235,19 +234,11 @@ def task_tags(t: TaskResult) -> list[str]:
 
 
 def write_json(path: Path, data: dict) -> None:
-    """`data` into `path` as JSON, whole or not at all: written to a new file of its own beside it (made, never
-    opened through a link that someone left there), then put in its place (a link at `path` is replaced, its
-    target untouched)."""
+    """`data` into `path` as JSON, whole or not at all (`caches.write_whole`), readable by others."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            # a lone surrogate, whatever let it through, is written escaped: the results are always written
-            f.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace"))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # a lone surrogate, whatever let it through, is written escaped: the results are always written
+    text = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+    caches.write_whole(path, text, mode=0o644)
 
 
 def progress(
