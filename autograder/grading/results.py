@@ -124,6 +124,7 @@ class Results:
     complete: bool = True  # False while the run is still going (a batch reads partial results)
     memory_limit: str = ""  # what enforced --memory-limit: "cgroup", "address space (RLIMIT_AS)" or "none"
     fresh_inputs: int | None = None  # a graded run's seed: visible checks were asked again on numbers drawn from it
+    edition: bool = False  # graded in a student edition: a task's checks run over the learner's code for the others
 
     @property
     def tasks(self) -> list[TaskResult]:

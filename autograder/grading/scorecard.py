@@ -9,6 +9,12 @@ from pathlib import Path
 from autograder.course import registry
 from autograder.grading.results import SYMBOL, Results, TaskResult, TestResult
 
+# in a student edition each task runs over the learner's own code for the tasks it needs (`blame.py`)
+EDITION_WAITS = (
+    "In this edition each task runs over your own code for the tasks it needs:\n"
+    "a task's points come when the tasks it waits for pass. Fix the task Next: names first."
+)
+
 
 def page_link(task_id: str) -> str:
     return f"{registry.LESSON_OF[task_id].page}#{registry.task(task_id).anchor}"
@@ -34,6 +40,7 @@ def scorecard(
     isolation: str = "",
     hide_hidden: bool = False,
     fresh_inputs: int | None = None,
+    edition: bool = False,
 ) -> str:
     """The text printed at the end of a grading run."""
     width = 72
@@ -61,6 +68,8 @@ def scorecard(
         out.append(f"{'Bonus':<62}{sum(t.earned for t in bonus_tasks):>4}/{sum(t.points for t in bonus_tasks):<3}")
     if fresh_inputs is not None:
         out.append(f"Each visible check was also asked on numbers drawn for this run (seed {fresh_inputs}).")
+    if edition and any(t.waits_for for t in tasks):
+        out.append(EDITION_WAITS)
     if isolation:
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
         if isolation != "sandbox":  # what this level cannot promise (the README's isolation table)
@@ -140,6 +149,7 @@ def text(results: Results, hide_hidden: bool = False) -> str:
         isolation=results.isolation,
         hide_hidden=hide_hidden,
         fresh_inputs=results.fresh_inputs,
+        edition=results.edition,
     )
 
 

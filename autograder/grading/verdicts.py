@@ -87,6 +87,22 @@ def _waits(other: str, why: str) -> Verdict:
     return Verdict("not started", f"waits for task {other} ({registry.task(other).title}){why}", other)
 
 
+RUNS_THROUGH = ": this check runs through its code, which raised "
+
+
+def charged_here(message: str, other: str) -> str:
+    """A wait on task `other` reworded for a run in which `other` passed: the check's own task is to blame."""
+    prefix = f"waits for task {other} ({registry.task(other).title})"
+    rest = message.removeprefix(prefix)
+    if rest.startswith(RUNS_THROUGH):
+        return f"task {other}'s code ({registry.task(other).title}), which passes its own checks, raised " + rest[
+            len(RUNS_THROUGH) :
+        ].replace(": ", " when this check ran it: ", 1)
+    return (
+        f"task {other} ({registry.task(other).title}) passes its own checks, yet this check could not get past it{rest}"
+    )
+
+
 def classify(exc: BaseException, task_id: str) -> Verdict:
     """Sort what a test raised into a status and a message for the learner, made safe to show (`shown`)."""
     status, message, waits_for = _classify(exc, task_id)
@@ -148,7 +164,7 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
     other = _other_task_that_raised(info, task_id)
     if other:
         text = message if len(message) <= 200 else message[:200] + "…"
-        return _waits(other, f": this check runs through its code, which raised {kind}: {text}{at}")
+        return _waits(other, f"{RUNS_THROUGH}{kind}: {text}{at}")
     if kind == "RecursionError":
         return Verdict("error", f"RecursionError: the code recursed too deep{at}")
     text = message if len(message) <= 300 else message[:300] + "…"
