@@ -621,6 +621,18 @@ def decision_regions(m):
 }
 
 
+HOW_EXAMPLES_RUN = (
+    "Each example below runs twice: with **your** code for this lesson (over the reference for everything "
+    "else, as the grader runs it) and with the **reference**, then says where yours first differs."
+)
+# what a student edition's notebooks say instead (`export/edition.py`): it has no reference code
+HOW_EXAMPLES_RUN_IN_EDITION = (
+    "Each example below runs with **your** code (this edition has no reference code, so your code runs for "
+    "everything), then is compared with the **reference's answer**, recorded when this edition was made, and "
+    "says where yours first differs. Where no answer was recorded, it says that no comparison is available."
+)
+
+
 def learner_notebook(number: int) -> nbformat.NotebookNode:
     """The learner's notebook of one lesson: examples run with your `exercises/` code and with the reference."""
     lesson = registry.lesson(number)
@@ -636,21 +648,16 @@ def learner_notebook(number: int) -> nbformat.NotebookNode:
             "",
             tasks,
             "",
-            (
-                "Each example below runs twice: with **your** code for this lesson (over the reference for "
-                "everything "
-                "else, as the grader runs it) and with the **reference**, then says where yours first differs. "
-                "Save your "
-                "file and run the cells again to see your changes. Grade the lesson from a terminal with "
-                f"`pytest autograder --lesson {lesson.number}`, or with the last cell, `lesson.grade()`."
-            ),
+            HOW_EXAMPLES_RUN + " Save your file and run the cells again to see your changes. Grade the lesson "
+            f"from a terminal with `pytest autograder --lesson {lesson.number}`, or with the last cell, "
+            "`lesson.grade()`.",
         ]
     )
     examples = EXAMPLES.get(number, [])
     draws = any("draw_dot(" in code and "m.draw_dot(" not in code for _, code in examples)
     setup = ["%load_ext autograder.jupyter", "from autograder.jupyter import Lesson"]
     if draws:
-        setup.append("from solutions.graph import draw_dot  # the reference drawing, for any Value")
+        setup.append("from autograder.jupyter import draw_dot  # the reference's drawing of any Value")
     setup += ["", f"lesson = Lesson({lesson.number})", "lesson"]
     cells = [_cell("markdown", intro, "intro"), _cell("code", "\n".join(setup), "setup")]
     for n, (text, code) in enumerate(examples, start=1):

@@ -47,7 +47,6 @@ REPO = Path(__file__).resolve().parent.parent.parent
 EXECUTED = Path(__file__).resolve().parent / "executed"  # committed: what the pages' blocks printed, one file a page
 CACHE = caches.SITE
 TIMINGS = CACHE / "build-times.json"  # each page's build cost in the last build, for tests/benchmarks/bench_site.py
-SHIPPED_FINGERPRINT = "FINGERPRINT"  # a student edition's solutions/ ships bytecode and this file instead
 KEEP_DAYS = 14  # entries unused for this long are stale: their code or the solutions changed since
 log = logging.getLogger("mkdocs.plugins.course")  # mkdocs shows its INFO lines on stderr while it builds
 
@@ -57,13 +56,14 @@ def flag(name: str) -> bool:
 
 
 def solutions_fingerprint(folder: Path = REPO / "solutions") -> str:
-    """What the reference code is, as a digest: of its sources, or the one shipped where only bytecode is."""
+    """What the reference code is, as a digest: of its sources, or, in a student edition (which ships none), the
+    digest its manifest recorded (`autograder/edition.json`), so that the edition reads the course's results."""
     if any(folder.glob("*.py")):
         return caches.sources_digest((folder,))
-    shipped = folder / SHIPPED_FINGERPRINT
-    if shipped.exists():
-        return shipped.read_text().strip()
-    raise FileNotFoundError(f"{folder} has neither Python sources nor a {SHIPPED_FINGERPRINT} file")
+    manifest = folder.parent / "autograder" / "edition.json"
+    if manifest.exists():
+        return json.loads(manifest.read_text())["fingerprint"]
+    raise FileNotFoundError(f"{folder} has no Python sources, and {manifest} is missing")
 
 
 def _sha(*parts: str) -> str:
