@@ -276,6 +276,7 @@ def _graph_parts(source: str) -> dict[str, Any]:
     for key, label in sorted(labels.items(), key=lambda item: item[1]):
         parts.setdefault(f"node {names[key] or '(no label)'}", []).append(" ".join(label.split()))
     parts = {key: found[0] if len(found) == 1 else found for key, found in parts.items()}
+
     def name(key: str) -> str:  # a node drawn without a label line of its own: its id less the `id()` digits
         return names[key] if key in names else re.sub(r'^"?\d*(.*?)"?$', r"\1", key)
 
