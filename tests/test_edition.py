@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course.regions import parse
+from autograder.export.edition import edition_page
 
 from .conftest import REPO
 
@@ -170,6 +171,7 @@ def test_the_edition_describes_itself(edition, reference_run):
     assert "mkdocs serve" in readme
     welcome = (edition / "site" / "00-welcome" / "index.html").read_text()
     assert line.search(html.unescape(re.sub(r"<[^>]+>", "", welcome))), "lesson 0 shows another scorecard"
+    assert "earliest one to fix" in welcome and not PROMISE.search(" ".join(welcome.split()))  # the edition's page
 
 
 def test_the_edition_ships_its_site_built_and_the_learners_workflow(edition):
@@ -199,3 +201,29 @@ def test_one_bug_is_one_red_task_and_the_tasks_that_run_through_it_wait(edition,
     waiting = {r["task"]: r["waits_for"] for r in data["extra_data"]["results"] if r["waits_for"]}
     assert set(waiting.values()) == {"5.3"} and {"4.3", "5.1", "7.1", "11.3"} <= set(waiting)
     assert "Next: task 5.3 · Value.__mul__ backward" in run.stdout
+
+
+# what a page says when it promises that the reference runs under the learner's code (so a bug is charged once)
+PROMISE = re.compile(
+    r"costs? (?:you )?points (?:once|in lesson \d+ only)|on the reference engine|over the reference(?:'s)? "
+    r"(?:`\w+`|engine|other pieces)|does\s+not\s+count\s+against\s+you",
+    re.S,
+)
+
+
+def test_every_page_that_promises_a_bug_is_charged_once_says_otherwise_in_the_edition():
+    """The edition's pages say what happens there instead (the earliest failing task first), wherever the course's
+    promise the reference underneath."""
+    promised = 0
+    for page in sorted((REPO / "course").glob("*.md")):
+        text = " ".join(page.read_text().split())  # a sentence may break across lines
+        promised += len(PROMISE.findall(text))
+        edition_text = " ".join(edition_page(page.name, page.read_text()).split())
+        assert not PROMISE.findall(edition_text), page.name
+    assert promised >= 4  # lessons 0, 10, 12 and 14 say it
+
+
+def test_a_changed_promise_stops_the_export():
+    """A page whose promise was reworded is not shipped with the course's wording: the export says what to update."""
+    with pytest.raises(RuntimeError, match="no longer says"):
+        edition_page("10-nn.md", "The grader runs your classes on the reference engine.")
