@@ -166,12 +166,28 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
         text = message if len(message) <= 200 else message[:200] + "…"
         return _waits(other, f"{RUNS_THROUGH}{kind}: {text}{at}")
     if kind == "RecursionError":
-        return Verdict("error", f"RecursionError: the code recursed too deep{at}")
+        return Verdict("error", f"RecursionError: the code recursed too deep{_recursing(info)}{at}")
     text = message if len(message) <= 300 else message[:300] + "…"
     return Verdict("error", f"your code raised {kind}: {text}{at}{printed}")
 
 
 ENDINGS = "sys.exit, os._exit, a crash, or the memory limit?"
+
+# what a reflected operator that recursed was most likely written as: `other + self` with a plain number `other`
+# hands the sum back to the same method (a number does not know how to add a Value)
+REFLECTED = {"__radd__": "+", "__rmul__": "*"}
+
+
+def _recursing(info: dict) -> str:
+    """Why the learner's code recursed, where the function it recursed in tells."""
+    name = shown(info.get("function", ""), MAX_NAME, lines=False).rpartition(".")[2]
+    if name in REFLECTED:
+        op = REFLECTED[name]
+        return (
+            f": in {name}, `other {op} self` with a plain number `other` calls {name} again (a number cannot "
+            f"{'add' if op == '+' else 'multiply'} a Value); write `self {op} other`"
+        )
+    return f" in {name}" if name else ""
 
 
 def _code_problem(problem: str, file: str, detail: str) -> str:
