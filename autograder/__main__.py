@@ -130,12 +130,13 @@ def _hint(args: argparse.Namespace) -> int:
         write_json(folder / HINTS_SEEN, seen)
     except OSError as exc:  # a read-only folder still gets its hint; the next call shows the same level
         print(f"(could not remember the hints you saw: {exc})", file=sys.stderr)
-    failed = lastrun.failed_check(task.id, folder)
-    if failed:  # the scorecard's first hint, then the task's levels as always
-        description, hint = failed
-        print(f"Task {task.id} · {task.title}: the check that failed in your last run")
-        print(f"  check: {description}")
-        print(f"  hint:  {hint}")
+    failed = lastrun.failed_checks(task.id, folder)
+    if failed:  # the hint of every check that went wrong, one line each, then the task's levels as always
+        checks = "the check that failed" if len(failed) == 1 else f"the {len(failed)} checks that failed"
+        print(f"Task {task.id} · {task.title}: {checks} in your last run")
+        for description, hint in failed:
+            print(f"  check: {description}")
+            print(f"  hint:  {hint}")
     print(f"Task {task.id} · {task.title}: hint {shown} of {levels}")
     for number, hint in enumerate(task.hints[:shown], start=1):
         print(f"  {number}. {hint}")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 
 import pytest
 
 from autograder.course.regions import parse
+from autograder.export.edition import edition_page
 
 from .conftest import REPO
 
@@ -26,9 +32,37 @@ def edition(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def python(edition, tmp_path_factory) -> str:
+    """The Python of a virtual environment that holds the edition and its dependencies, never the full course.
+
+    The dependencies are this machine's, reached through a `.pth` line naming its site-packages: a folder on the
+    path, whose own `.pth` files (the full course's editable install among them) are not read.
+    """
+    venv = tmp_path_factory.mktemp("venv") / "edition"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "machine.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(edition)]
+    subprocess.run(install, check=True, capture_output=True)
+    kernel = [python, "-m", "ipykernel", "install", "--prefix", str(venv), "--name", "edition"]
+    subprocess.run(kernel, check=True, capture_output=True)
+    return python
+
+
 def in_edition(edition, *command: str, **kwargs) -> subprocess.CompletedProcess:
-    """Run a command inside the edition, importing its own autograder/ and solutions/, not this checkout's."""
-    env = {**os.environ, "PYTHONPATH": str(edition), "PYTHONDONTWRITEBYTECODE": "1"}
+    """Run a command inside the edition, in its own virtual environment (`command[0]` is its `python`)."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH", "PYTEST_ADDOPTS")},
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "JUPYTER_PATH": str(Path(command[0]).parent.parent / "share" / "jupyter"),  # the edition's kernel
+    }
     return subprocess.run(command, cwd=edition, env=env, capture_output=True, text=True, timeout=900, **kwargs)
 
 
@@ -47,12 +81,14 @@ def test_no_reference_code_in_any_form_and_no_hidden_check(edition):
         *(edition / "exercises").rglob("*"),
         *(edition / "solutions").rglob("*"),
         *(edition / "autograder").rglob("*.json"),
-        *(edition / "course").rglob("*.json"),  # what the pages' blocks printed: the recap prints the engine
     ]
     for path in shipped:
         if path.is_file() and path.suffix in (".py", ".json", ".ipynb"):
             text = path.read_text(errors="replace")
             assert not [line for line in answers if line in text], path
+    for path in (edition / "course" / "_build" / "executed").glob("*.json"):  # what the pages' blocks printed (their
+        printed = "\n".join(r["output"] for r in json.loads(path.read_text())["results"])  # code is the pages')
+        assert not [line for line in answers if line in printed], path  # in the course, the recap prints the engine
     for test_file in (edition / "autograder" / "lessons").glob("test_*.py"):
         assert "pytest.mark.hidden" not in test_file.read_text(), test_file.name
     assert not (edition / "tests").exists()
@@ -62,31 +98,132 @@ def test_no_reference_code_in_any_form_and_no_hidden_check(edition):
     assert "Not in this edition" in recap and "self.grad +=" not in recap
 
 
-def test_the_edition_grades_itself(edition, reference_run, tmp_path):
+def test_the_edition_is_a_course_of_its_own(edition, python, reference_run, tmp_path):
+    """In an environment that holds only the edition: the stubs grade to zero, the site builds strictly from the
+    results it ships (running nothing), and a learner's correct files grade to full marks and match the reference's
+    recorded answers in every notebook."""
+    found = in_edition(edition, python, "-c", "import autograder; print(autograder.__file__); import solutions")
+    assert found.stdout.startswith(str(edition)) and "No module named 'solutions'" in found.stderr, found
     visible = [r for r in reference_run.results["extra_data"]["results"] if not r["hidden"]]
     fresh = tmp_path / "fresh.json"
-    in_edition(edition, sys.executable, "-m", "pytest", "autograder", "--results-json", str(fresh))
+    in_edition(edition, python, "-m", "pytest", "autograder", "--results-json", str(fresh))
     data = json.loads(fresh.read_text())
     assert data["score"] == 0 and len(data["extra_data"]["results"]) == len(visible)
     assert set(data["extra_data"]["status"].values()) == {"not started"}
-    solved = tmp_path / "solved.json"
-    in_edition(
-        edition,
-        sys.executable,
-        "-m",
-        "pytest",
-        "autograder",
-        "--impl",
-        str(REPO / "solutions"),
-        "--results-json",
-        str(solved),
-    )
-    data = json.loads(solved.read_text())
-    full = data["max_score"] + data["extra_data"]["bonus_max"]  # full marks, and the bonus as extra credit
-    assert data["score"] == full == sum(r["points"] for r in visible), data["output"][-3000:]
+
+    site = in_edition(edition, python, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site"))
+    assert site.returncode == 0 and "course: running" not in site.stderr, site.stderr[-3000:]
+    assert "1.1  forward_difference" in (tmp_path / "site" / "00-welcome" / "index.html").read_text()
+
+    stubs = tmp_path / "stubs"
+    shutil.copytree(edition / "exercises", stubs)
+    try:
+        for path in (REPO / "solutions").glob("*.py"):  # the learner's correct files, where the learner keeps them
+            shutil.copy(path, edition / "exercises" / path.name)
+        solved = tmp_path / "solved.json"
+        in_edition(edition, python, "-m", "pytest", "autograder", "--results-json", str(solved))
+        data = json.loads(solved.read_text())
+        full = data["max_score"] + data["extra_data"]["bonus_max"]  # full marks, and the bonus as extra credit
+        assert data["score"] == full == sum(r["points"] for r in visible), data["output"][-3000:]
+        notebooks = sorted((edition / "exercises" / "notebooks").glob("*.ipynb"))
+        run = in_edition(
+            edition,
+            python,
+            "-m",
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "notebook",
+            "--execute",
+            "--ExecutePreprocessor.kernel_name=edition",
+            "--output-dir",
+            str(tmp_path / "notebooks"),
+            *map(str, notebooks),
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+        compared = 0
+        for notebook in notebooks:
+            said = _markdown_outputs(tmp_path / "notebooks" / notebook.name)
+            verdicts = [line for line in said if "the reference" in line and line.startswith(("✓", "✗"))]
+            assert all(v == "✓ *Yours matches the reference.*" for v in verdicts), (notebook, said)
+            assert not [line for line in said if "raised" in line or "solutions/" in line], (notebook, said)
+            compared += len(verdicts)
+        assert compared >= 10  # every example of every notebook (lesson 13's has none)
+    finally:
+        shutil.rmtree(edition / "exercises")
+        shutil.copytree(stubs, edition / "exercises")
+
+
+def _markdown_outputs(notebook: Path) -> list[str]:
+    cells = json.loads(notebook.read_text())["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    return ["".join(o["data"]["text/markdown"]) for o in outputs if "text/markdown" in o.get("data", {})]
+
+
+def test_the_edition_describes_itself(edition, reference_run):
+    """Its README and lesson 0 show the edition's commands and its own fresh scorecard (no hidden checks in it)."""
+    results = reference_run.results["extra_data"]["results"]
+    visible = sum(r["points"] for r in results if r["task"] == "1.1" and not r["hidden"])
+    assert visible < sum(r["points"] for r in results if r["task"] == "1.1")  # the two scorecards differ
+    line = re.compile(rf"1\.1 +forward_difference +not started +0/{visible}\b")
+    readme = (edition / "README.md").read_text()
+    assert "--impl solutions" not in readme and "student edition" in readme and line.search(readme)
+    assert "mkdocs serve" in readme
+    welcome = (edition / "site" / "00-welcome" / "index.html").read_text()
+    assert line.search(html.unescape(re.sub(r"<[^>]+>", "", welcome))), "lesson 0 shows another scorecard"
+    assert "earliest one to fix" in welcome and not PROMISE.search(" ".join(welcome.split()))  # the edition's page
 
 
 def test_the_edition_ships_its_site_built_and_the_learners_workflow(edition):
     assert (edition / "site" / "08-operations" / "index.html").is_file()
     assert (edition / ".github" / "workflows" / "classroom.yml").is_file()
     assert not (edition / ".github" / "workflows" / "ci.yml").exists()
+
+
+def test_one_bug_is_one_red_task_and_the_tasks_that_run_through_it_wait(edition, python, tmp_path):
+    """`__mul__`'s backward without `* out.grad`: in the edition, where every task runs over the learner's own `*`,
+    5.3 alone is red, every other task that went wrong waits for it, and `Next:` names it."""
+    submission = tmp_path / "submission"
+    shutil.copytree(REPO / "solutions", submission, ignore=shutil.ignore_patterns("__pycache__"))
+    engine = submission / "engine.py"
+    text = engine.read_text()
+    for line in ("self.grad += other.data * out.grad", "other.grad += self.data * out.grad"):
+        assert text.count(line) == 1
+        text = text.replace(line, line.removesuffix(" * out.grad"))
+    engine.write_text(text)
+    results = tmp_path / "mul.json"
+    run = in_edition(
+        edition, python, "-m", "pytest", "autograder", "--impl", str(submission), "--results-json", str(results)
+    )
+    data = json.loads(results.read_text())
+    red = {task for task, status in data["extra_data"]["status"].items() if status in ("failed", "error", "timed out")}
+    assert red == {"5.3"}, run.stdout[-3000:]
+    waiting = {r["task"]: r["waits_for"] for r in data["extra_data"]["results"] if r["waits_for"]}
+    assert set(waiting.values()) == {"5.3"} and {"4.3", "5.1", "7.1", "11.3"} <= set(waiting)
+    assert "Next: task 5.3 · Value.__mul__ backward" in run.stdout
+
+
+# what a page says when it promises that the reference runs under the learner's code (so a bug is charged once)
+PROMISE = re.compile(
+    r"costs? (?:you )?points (?:once|in lesson \d+ only)|on the reference engine|over the reference(?:'s)? "
+    r"(?:`\w+`|engine|other pieces)|does\s+not\s+count\s+against\s+you",
+    re.S,
+)
+
+
+def test_every_page_that_promises_a_bug_is_charged_once_says_otherwise_in_the_edition():
+    """The edition's pages say what happens there instead (the earliest failing task first), wherever the course's
+    promise the reference underneath."""
+    promised = 0
+    for page in sorted((REPO / "course").glob("*.md")):
+        text = " ".join(page.read_text().split())  # a sentence may break across lines
+        promised += len(PROMISE.findall(text))
+        edition_text = " ".join(edition_page(page.name, page.read_text()).split())
+        assert not PROMISE.findall(edition_text), page.name
+    assert promised >= 4  # lessons 0, 10, 12 and 14 say it
+
+
+def test_a_changed_promise_stops_the_export():
+    """A page whose promise was reworded is not shipped with the course's wording: the export says what to update."""
+    with pytest.raises(RuntimeError, match="no longer says"):
+        edition_page("10-nn.md", "The grader runs your classes on the reference engine.")

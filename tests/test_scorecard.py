@@ -228,30 +228,31 @@ def _last_run(tmp_path, *tests: tuple[str, str, str, str], **changes) -> tuple:
     return folder, path
 
 
-def test_hint_takes_the_check_only_where_the_scorecard_would(tmp_path):
-    """Exactly one check of the task went wrong (a check a timeout skipped is no second one), in the same folder."""
+def test_hint_takes_every_check_that_went_wrong(tmp_path):
+    """Each check of the task that went wrong, one per hint (a check a timeout skipped is no second one), in the same
+    folder, in the last complete run of the files as they are."""
     one = [("1.1", "passed", "", ""), ("1.1", "failed", "", "wrong"), ("1.2", "passed", "", "")]
     folder, path = _last_run(tmp_path, *one)
-    assert lastrun.failed_check("1.1", folder, path) == ("check 1", "hint 1")
-    assert lastrun.failed_check("1.2", folder, path) is None  # it passed
-    assert lastrun.failed_check("1.3", folder, path) is None  # not graded in that run
+    assert lastrun.failed_checks("1.1", folder, path) == [("check 1", "hint 1")]
+    assert lastrun.failed_checks("1.2", folder, path) == []  # it passed
+    assert lastrun.failed_checks("1.3", folder, path) == []  # not graded in that run
     other = tmp_path / "other"
     other.mkdir()
     (other / "derivatives.py").write_bytes((folder / "derivatives.py").read_bytes())
-    assert lastrun.failed_check("1.1", other, path) is None  # another folder's run, even with the same file
+    assert lastrun.failed_checks("1.1", other, path) == []  # another folder's run, even with the same file
     folder, path = _last_run(tmp_path, ("1.1", "failed", "", "wrong"), ("1.1", "error", "", "raised"))
-    assert lastrun.failed_check("1.1", folder, path) is None  # two: the task's own levels say more
+    assert lastrun.failed_checks("1.1", folder, path) == [("check 0", "hint 0"), ("check 1", "hint 1")]
     folder, path = _last_run(tmp_path, ("1.1", "timed out", "", "stopped"), ("1.1", "timed out", "", SKIPPED))
-    assert lastrun.failed_check("1.1", folder, path) == ("check 0", "hint 0")
+    assert lastrun.failed_checks("1.1", folder, path) == [("check 0", "hint 0")]
     folder, path = _last_run(tmp_path, ("1.1", "not started", "", "the stub"))
-    assert lastrun.failed_check("1.1", folder, path) is None
+    assert lastrun.failed_checks("1.1", folder, path) == []
     folder, path = _last_run(tmp_path, *one, results=lambda r: {**r, "complete": False})
-    assert lastrun.failed_check("1.1", folder, path) is None  # a run still going, or stopped before its end
+    assert lastrun.failed_checks("1.1", folder, path) == []  # a run still going, or stopped before its end
     general = registry.task("1.1").hints[0]
     folder, path = _last_run(
         tmp_path, *one, results=lambda r: {**r, "tests": [{**t, "hint": general} for t in r["tests"]]}
     )
-    assert lastrun.failed_check("1.1", folder, path) is None  # already one of the task's levels
+    assert lastrun.failed_checks("1.1", folder, path) == []  # already one of the task's levels
 
 
 HOSTILE = [  # what a learner's code at the `processes` level could leave in the last-run file, or a broken disk
@@ -299,7 +300,7 @@ def test_hint_survives_any_last_run_file_and_escapes_what_it_shows(tmp_path, mon
     if hasattr(os, "mkfifo"):  # a pipe where a file should be: reading it would wait forever (here: 30 s, a failure)
         ask = (
             "from pathlib import Path; from autograder.grading import lastrun; "
-            f"print(lastrun.failed_check('1.1', Path({str(folder)!r}), Path({str(path)!r})))"
+            f"print(lastrun.failed_checks('1.1', Path({str(folder)!r}), Path({str(path)!r})))"
         )
 
         def asked() -> str:
@@ -308,15 +309,15 @@ def test_hint_survives_any_last_run_file_and_escapes_what_it_shows(tmp_path, mon
             ).stdout
 
         path.write_text(json.dumps(data))
-        assert asked().strip() == "('check 0', 'hint 0')"
+        assert asked().strip() == "[('check 0', 'hint 0')]"
         path.unlink()
         os.mkfifo(path)
-        assert asked().strip() == "None"
+        assert asked().strip() == "[]"
         path.unlink()
         path.write_text(json.dumps(data))
         (folder / "derivatives.py").rename(tmp_path / "derivatives.py")
         os.mkfifo(folder / "derivatives.py")
-        assert asked().strip() == "None"
+        assert asked().strip() == "[]"
         (folder / "derivatives.py").unlink()
         (tmp_path / "derivatives.py").rename(folder / "derivatives.py")
     monkeypatch.undo()

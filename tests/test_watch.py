@@ -18,7 +18,9 @@ from autograder.grading.options import GradeOptions
 from tests.conftest import REPO, copy_of
 
 LESSON_FILE = re.compile(r"test_(\d+)_\w+\.py")
-VERDICT = re.compile(r"^\[\d\d:\d\d:\d\d\] (?P<what>.+?) \(lesson 2\): (?P<passed>\d+)/(?P<tasks>\d+) tasks pass")
+VERDICT = re.compile(
+    r"^\[\d\d:\d\d:\d\d\] (?P<what>.+?) \(lesson 2\): (?P<passed>\d+)/(?P<tasks>\d+) graded tasks pass"
+)
 
 
 class Watcher:
@@ -95,7 +97,7 @@ def test_watch_regrades_each_saved_file_and_keeps_going_through_broken_ones(tmp_
         (work / "engine.py").write_text(solved)
         solved_run, report = watcher.until(VERDICT)
         assert (solved_run["what"], solved_run["passed"]) == ("engine.py saved", tasks)
-        assert report[0].startswith("Progress [") and f"{tasks}/{tasks} tasks · 1/1 lessons" in report[0]
+        assert report[0].startswith("Progress [") and f"{tasks}/{tasks} graded tasks · 1/1 lessons" in report[0]
 
         (work / "engine.py").write_text(solved.replace(add_forward, add_forward + "        x = (\n", 1))
         broken, report = watcher.until(VERDICT)
@@ -150,4 +152,4 @@ def test_a_save_replaces_the_verdicts_of_the_saved_files_tasks_only(monkeypatch)
     assert asked == [[], ["2.1"]]
     assert {t.task.id: t.status for t in state.results.tasks} == {"1.1": "failed", "2.1": "passed"}
     state.report("engine.py saved", state.results)
-    assert "Progress [" in out.getvalue() and "1/2 tasks" in out.getvalue() and "1.1 failed" in out.getvalue()
+    assert "Progress [" in out.getvalue() and "1/2 graded tasks" in out.getvalue() and "1.1 failed" in out.getvalue()

@@ -23,8 +23,8 @@ from autograder.worker.wire import stub_message
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
-# A student edition (`python -m autograder student-edition`) ships the reference as bytecode only, with the
-# regions and the stubs written here instead.
+# A student edition (`python -m autograder student-edition`) ships no reference: the regions, the stubs and the
+# reference's fingerprint are written here instead.
 EDITION_MANIFEST = REPO / "autograder" / "edition.json"
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION \(task (?P<ids>\d+\.\d+(?:, *\d+\.\d+)*)\)[ \t]*$")
@@ -128,7 +128,7 @@ def tasks_of_scope(module: str, scope: str) -> frozenset[str]:
 
 
 def has_sources(root: Path = SOLUTIONS) -> bool:
-    """False in a student edition, whose reference is bytecode only (one stat: the grader asks often)."""
+    """False in a student edition, which ships no reference (one stat: the grader asks often)."""
     return (root / "engine.py").is_file()
 
 
@@ -140,7 +140,7 @@ def edition_manifest() -> dict:
 
 
 def solution_files(root: Path = SOLUTIONS) -> list[Path]:
-    """The reference's files (named `.py` even where only their bytecode ships)."""
+    """The reference's files (in a student edition, the names its manifest lists)."""
     if root != SOLUTIONS or has_sources(root):
         return sorted(root.glob("*.py"))
     return [root / name for name in edition_manifest()["files"]]

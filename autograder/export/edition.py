@@ -6,18 +6,23 @@ own CI workflow, and:
 
 - removes every `@pytest.mark.hidden` check from the lessons' grading tests;
 - records the answers the reference gives to the visible checks' scenarios
-  (`reference.run`), as data: the edition's grader compares with those, and
-  with its oracles (hand values, finite differences, PyTorch);
-- writes `autograder/edition.json` with what the grader otherwise reads off
-  the solution sources: the task regions (file, owner, lines) and the stubs;
-- ships the course site already built (`site/`), since its figures are drawn
-  by the reference; the recap page, which shows the reference engine, says so
-  instead;
-- writes the learners' GitHub Classroom workflow into `.github/workflows/`.
+  (`reference.run`) and the notebooks' examples, as data: the edition's grader
+  and notebooks compare with those, and with the grader's oracles (hand values,
+  finite differences, PyTorch);
+- writes `autograder/edition.json` with what the grader and the site otherwise
+  read off the solution sources: the task regions (file, owner, lines), the
+  stubs, and the reference's fingerprint (the key of the pages' results);
+- builds the site inside the edition, as a learner's `mkdocs serve` does: the
+  pages' results are the course's (`course/_build/executed/`), except lesson
+  0's grader runs, which run the edition's own grader, and the recap, which
+  says the reference is not there; the results and the built `site/` ship;
+- writes its own README, and the learners' GitHub Classroom workflow into
+  `.github/workflows/`.
 
 Without the reference, each task's checks run over the learner's own code for
-the other tasks: a bug may cost points twice here, never in the grade that
-counts (the Gradescope bundle or a batch run with the full repository).
+the other tasks: a check that runs through a broken task waits for it
+(`grading/blame.py`), and the grade that counts comes from the Gradescope
+bundle or a batch run with the full repository.
 """
 
 from __future__ import annotations
@@ -28,24 +33,22 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from autograder.course.regions import REPO, manifest_entries, solution_files
+from autograder.course.regions import REPO, SOLUTIONS, manifest_entries, solution_files
 from autograder.export import classroom
 from autograder.export import stubs as sync
+from autograder.export.notebooks import HOW_EXAMPLES_RUN, HOW_EXAMPLES_RUN_IN_EDITION, record_examples
+from autograder.grading import caches
+from autograder.jupyter import EXAMPLES_FILE
 
 LEFT_OUT = (
     "tests/",
     ".ci/",
     "solutions/",
-    "course/_build/executed/",  # what the course's blocks printed, reference code among it; the edition's own site
     ".github/workflows/ci.yml",
     ".github/workflows/pages.yml",
-)
-EDITION_NOTE = (
-    "> **Student edition.** No reference solution ships with this copy and the hidden checks are left out:\n"
-    "> `pytest autograder` gives you feedback from the visible checks; your grade comes from your instructor's\n"
-    "> grader. The course site is already built: `python -m http.server -d site` and open http://127.0.0.1:8000.\n\n"
 )
 
 
@@ -88,20 +91,29 @@ def export(out: Path) -> Path:
             target.write_text(without_hidden_tests(source.read_text()))
         else:
             shutil.copy2(source, target)
-    (out / "solutions").mkdir(exist_ok=True)
     manifest = {
         "files": [p.name for p in solution_files()],
         "regions": manifest_entries(),
         "stubs": sync.expected_files(),
+        "fingerprint": caches.sources_digest((SOLUTIONS,)),
     }
     (out / "autograder" / "edition.json").write_text(json.dumps(manifest, indent=1) + "\n")
     _record_reference_answers(out / "autograder" / "lessons" / "reference_answers.json")
-    _build_site(out / "site")
+    record_examples(out / EXAMPLES_FILE.relative_to(REPO))
+    config = out / "mkdocs.yml"  # `mkdocs serve` watches solutions/, which the edition does not have
+    config.write_text(config.read_text().replace("watch:\n  - solutions\n", "watch:\n"))
+    for notebook in (out / "exercises" / "notebooks").glob("*.ipynb"):
+        text = notebook.read_text()
+        notebook.write_text(
+            text.replace(json.dumps(HOW_EXAMPLES_RUN)[1:-1], json.dumps(HOW_EXAMPLES_RUN_IN_EDITION)[1:-1])
+        )
+    for page in (out / "course").glob("*.md"):
+        page.write_text(edition_page(page.name, page.read_text()))
+    fresh = _build_site(out)
     workflow = out / ".github" / "workflows" / "classroom.yml"
     workflow.parent.mkdir(parents=True, exist_ok=True)
     workflow.write_text(classroom.workflow(classroom.points_per_lesson()))
-    readme = out / "README.md"
-    readme.write_text(EDITION_NOTE + readme.read_text())
+    (out / "README.md").write_text(readme(fresh))
     return out
 
 
@@ -114,11 +126,133 @@ def _record_reference_answers(path: Path) -> None:
         raise RuntimeError("the reference does not pass its own visible checks; fix that before exporting")
 
 
-def _build_site(target: Path) -> None:
-    env = {**os.environ, "COURSE_EDITION": "1"}  # pages that would show reference code say so instead
-    subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(target)],
-        cwd=REPO,
-        env=env,
-        check=True,
-    )
+def _build_site(out: Path) -> str:
+    """Build the edition's site in the edition, as a learner would, and keep the pages' results it used.
+
+    Returns what lesson 0's fresh grader run printed: the edition's own scorecard, for its README.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / "record.json"
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("COURSE_SITE_")},
+            "COURSE_EDITION": str(out),  # lesson 0's grader runs are the edition's; the recap leaves the code out
+            "COURSE_SITE_RECORD": str(record),
+            "PYTHONPATH": str(out),  # the edition's grader and hooks, not this checkout's
+            "NO_MKDOCS_2_WARNING": "1",
+        }
+        command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(out / "site")]
+        subprocess.run(command, cwd=out, env=env, check=True)
+        wanted = json.loads(record.read_text())
+    executed = out / "course" / "_build" / "executed"
+    for name, text in wanted["write"].items():
+        (executed / name).write_text(text, encoding="utf-8")
+    for name in wanted["delete"]:
+        (executed / name).unlink()
+    runs = [r for f in executed.glob("*.json") for r in json.loads(f.read_text())["results"] if "grader run" in r]
+    printed = next(r["output"] for r in runs if r["grader run"] == "pytest autograder")
+    return printed[printed.index("=") :]  # from the scorecard's first line: not pytest's progress letters
+
+
+# Where a page promises what only the full course does (a bug charged once, where it is, because the reference runs
+# underneath), the edition's page says what happens there instead: page -> [(the course's text, the edition's)].
+EDITION_SENTENCES: dict[str, list[tuple[str, str]]] = {
+    "00-welcome.md": [
+        (
+            "a\nlater lesson grades your new code on top of the *reference* version of the\nearlier ones: a bug in "
+            "lesson 2 costs you points in lesson 2 only.",
+            "this\nedition has no reference code, so a later lesson grades your new code on top of\nyour own earlier "
+            "ones: a task whose checks run through a failing task waits for it\n(its points come once that task "
+            "passes), and `Next:` names the earliest one to fix.",
+        )
+    ],
+    "10-nn.md": [
+        (
+            "The\ngrader runs your classes on the reference engine, so an engine bug from an\nearlier lesson does "
+            "not count against you here.",
+            "In this\nedition the grader runs your classes on your own engine: an engine bug from an\nearlier lesson "
+            "makes these checks wait for that task, so fix the task `Next:` names first.",
+        )
+    ],
+    "12-classifier.md": [
+        (
+            "Every check so far ran one piece of yours over the reference's other pieces,\nso that a bug costs "
+            "points once, where it is.",
+            "This edition has no reference code, so every check so far ran one piece of\nyours over your other "
+            "pieces, and a check that ran through a failing task waited\nfor it.",
+        )
+    ],
+    "14-tensors.md": [
+        (
+            "The grader runs them over the reference `Tensor` and compares",
+            "In this edition the grader runs them over your own `Tensor` (they wait\nfor the lesson's failing tasks) "
+            "and compares",
+        )
+    ],
+}
+
+
+def edition_page(name: str, text: str) -> str:
+    """A course page as the edition shows it: its sentences of `EDITION_SENTENCES` replaced."""
+    for course, edition in EDITION_SENTENCES.get(name, []):
+        if course not in text:
+            raise RuntimeError(f"course/{name} no longer says {course!r}: update EDITION_SENTENCES")
+        text = text.replace(course, edition)
+    return text
+
+
+def readme(fresh_scorecard: str) -> str:
+    """The edition's README: how to install, read, grade and explore this edition, and what its grader prints."""
+    course = (REPO / "README.md").read_text()
+    start = course.index("## Quick start")
+    install = course[start : course.index("\n## ", start + 1)].strip()
+    install = install.split("\nWhat the install brings")[0].strip()
+    return f"""# Backprop from scratch: student edition
+
+A self-paced course: build a scalar autograd engine (a `Value` class that does backpropagation), then a small
+neural-net library on top of it, and let the grader check every step. This is the student edition: no reference
+solution ships with it and the hidden checks are left out. `pytest autograder` grades your work with the visible
+checks; the grade that counts comes from your instructor's grader.
+
+{install}
+
+## Read
+
+```bash
+mkdocs serve        # then open http://127.0.0.1:8000 (or open site/index.html, built already)
+```
+
+## Write and grade
+
+Fill the stubs in `exercises/`, one task at a time, as the pages say, then grade:
+
+| to grade | command |
+| --- | --- |
+| everything in `exercises/` | `pytest autograder` |
+| one lesson | `pytest autograder --lesson 8` |
+| one task | `pytest autograder --task 8.2` |
+| and draw a wrong backward pass | `pytest autograder --task 5.3 --draw drawings` |
+
+`python -m autograder watch` re-grades each file as you save it; `python -m autograder hint 8.2` prints a task's
+next hint; `python -m autograder tasks` lists every task with its page.
+
+In this edition each task's checks run over *your* code for everything they need (there is no reference to run
+them over): a bug in one task stops the tasks that run through it, which say "waits for task L.N" until it
+passes. Fix the task `Next:` names first.
+
+What the grader prints on the stubs as they come:
+
+```text
+$ pytest autograder
+{fresh_scorecard.rstrip()}
+```
+
+## Explore in Jupyter
+
+```bash
+jupyter lab          # then open exercises/notebooks/lesson03.ipynb
+```
+
+Each `lessonNN.ipynb` runs a few examples of its lesson with your code and compares what they give with the
+reference's recorded answers; where a picture or an answer was not recorded, it says so. The last cell,
+`lesson.grade()`, prints the lesson's scorecard.
+"""

@@ -26,14 +26,19 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import hashlib
+import io
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import nbformat
 
+from autograder import jupyter
 from autograder.course import registry
 from autograder.course.regions import (
     EXERCISES,
@@ -628,6 +633,18 @@ def decision_regions(m):
 }
 
 
+HOW_EXAMPLES_RUN = (
+    "Each example below runs twice: with **your** code for this lesson (over the reference for everything "
+    "else, as the grader runs it) and with the **reference**, then says where yours first differs."
+)
+# what a student edition's notebooks say instead (`export/edition.py`): it has no reference code
+HOW_EXAMPLES_RUN_IN_EDITION = (
+    "Each example below runs with **your** code (this edition has no reference code, so your code runs for "
+    "everything), then is compared with the **reference's answer**, recorded when this edition was made, and "
+    "says where yours first differs. Where no answer was recorded, it says that no comparison is available."
+)
+
+
 def learner_notebook(number: int) -> nbformat.NotebookNode:
     """The learner's notebook of one lesson: examples run with your `exercises/` code and with the reference."""
     lesson = registry.lesson(number)
@@ -643,21 +660,16 @@ def learner_notebook(number: int) -> nbformat.NotebookNode:
             "",
             tasks,
             "",
-            (
-                "Each example below runs twice: with **your** code for this lesson (over the reference for "
-                "everything "
-                "else, as the grader runs it) and with the **reference**, then says where yours first differs. "
-                "Save your "
-                "file and run the cells again to see your changes. Grade the lesson from a terminal with "
-                f"`pytest autograder --lesson {lesson.number}`, or with the last cell, `lesson.grade()`."
-            ),
+            HOW_EXAMPLES_RUN + " Save your file and run the cells again to see your changes. Grade the lesson "
+            f"from a terminal with `pytest autograder --lesson {lesson.number}`, or with the last cell, "
+            "`lesson.grade()`.",
         ]
     )
     examples = EXAMPLES.get(number, [])
     draws = any("draw_dot(" in code and "m.draw_dot(" not in code for _, code in examples)
     setup = ["%load_ext autograder.jupyter", "from autograder.jupyter import Lesson"]
     if draws:
-        setup.append("from solutions.graph import draw_dot  # the reference drawing, for any Value")
+        setup.append("from autograder.jupyter import draw_dot  # the reference's drawing of any Value")
     setup += ["", f"lesson = Lesson({lesson.number})", "lesson"]
     cells = [_cell("markdown", intro, "intro"), _cell("code", "\n".join(setup), "setup")]
     for n, (text, code) in enumerate(examples, start=1):
@@ -708,3 +720,36 @@ def write_learner_notebooks(folder: Path = LEARNER_NOTEBOOKS) -> list[str]:
         nbformat.write(nb, path)
         written.append(name)
     return written
+
+
+# --- a student edition's recorded examples ----------------------------------------------------------------------
+
+
+class _Recorder:
+    """What `lesson` is while `record_examples` runs a notebook's example cells: each example, run on the reference."""
+
+    def __init__(self, number: int):
+        self.number, self.answers = number, {}
+
+    def compare(self, example: Callable) -> Callable:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            result = example(jupyter.Lesson(self.number, "solutions").objects())
+        self.answers[jupyter.example_key(self.number, example)] = {
+            "printed": printed.getvalue(),
+            "shown": jupyter.plain(result),
+            "kind": type(result).__name__,
+        }
+        return example
+
+
+def record_examples(path: Path) -> None:
+    """Record the reference's answer to every learner notebook's example, for a student edition's notebooks."""
+    answers = {}
+    for number, examples in sorted(EXAMPLES.items()):
+        recorder = _Recorder(number)
+        scope = {"lesson": recorder, "draw_dot": jupyter.draw_dot}
+        for _, code in examples:
+            exec(compile(code, f"<lesson {number} example>", "exec"), scope)
+        answers.update(recorder.answers)
+    path.write_text(json.dumps(answers, indent=1, sort_keys=True, ensure_ascii=False) + "\n")

@@ -3,7 +3,7 @@
 After every run the grader writes `.cache/last-run.json`: the folder it graded, a digest of each learner file it
 read (as it read them, before any worker started), the files each graded task's worker loaded, and the run's
 `Results` (`results.py`). `hint L.N` reads it to show first the hint of the one check of the task that went wrong,
-as the scorecard's `Next:` lines do (`scorecard.check_hint`).
+as the scorecard's `Next:` lines do (`scorecard.check_hint`), every check that went wrong.
 
 It decides no verdict, no grade and no cache: only which hint comes first. It is still read as hostile data (at
 the `processes` level the learner's code can write it): capped in size, every field checked for its type, its
@@ -21,7 +21,7 @@ from autograder.course import registry
 from autograder.grading import caches
 from autograder.grading.limits import MAX_SOURCE
 from autograder.grading.results import STATUSES, Results, TestResult
-from autograder.grading.scorecard import shows_failure
+from autograder.grading.scorecard import hint_of, shows_failure
 from autograder.grading.verdicts import MAX_MESSAGE, shown
 
 PATH = caches.CACHE / "last-run.json"
@@ -92,25 +92,27 @@ def _check(record: object, task_id: str) -> TestResult | None:
     )
 
 
-def failed_check(task_id: str, root: Path, path: Path | None = None) -> tuple[str, str] | None:
-    """(description, hint) of the one check of `task_id` that went wrong in the last run of `root`, made safe to
-    print; None when there is no such run (none, another folder's, files changed since, unreadable), when the task
-    passed or more than one of its checks went wrong, or when that check's hint is one of the task's own levels."""
+def failed_checks(task_id: str, root: Path, path: Path | None = None) -> list[tuple[str, str]]:
+    """(description, hint) of each check of `task_id` that went wrong in the last run of `root`, made safe to print,
+    one per hint; none when there is no such run (none, another folder's, files changed since, unreadable), when
+    the task passed, or for a check whose hint is one of the task's own levels."""
     data = _load(PATH if path is None else path)
     if data is None or data.get("root") != str(root.resolve()):
-        return None
+        return []
     files, task_files, results = data.get("files"), data.get("task_files"), data.get("results")
     if not (isinstance(files, dict) and isinstance(task_files, dict) and isinstance(results, dict)):
-        return None
+        return []
     modules = task_files.get(task_id)
     if not isinstance(modules, list) or not modules or not all(isinstance(m, str) and m in files for m in modules):
-        return None
+        return []
     if any(_current(root, module) != files[module] for module in modules):
-        return None  # the task's code changed since that run: what failed then may not fail now
+        return []  # the task's code changed since that run: what failed then may not fail now
     if results.get("complete") is not True or not isinstance(results.get("tests"), list):
-        return None
+        return []
     checks = [c for c in (_check(record, task_id) for record in results["tests"]) if c is not None]
-    wrong = [c for c in checks if shows_failure(c)]  # as the scorecard's `Next:` lines choose (`check_hint`)
-    if len(wrong) != 1 or not wrong[0].hint or wrong[0].hint in registry.task(task_id).hints:
-        return None
-    return wrong[0].description, wrong[0].hint
+    found: dict[str, str] = {}  # hint -> the first check that gave it
+    for check in checks:
+        hint = hint_of(check)
+        if shows_failure(check) and hint and hint not in registry.task(task_id).hints:
+            found.setdefault(hint, check.description)
+    return [(description, hint) for hint, description in found.items()]

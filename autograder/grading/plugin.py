@@ -55,6 +55,7 @@ from autograder.course.regions import (
     waits_for,
 )
 from autograder.grading import caches, drawing, fresh_inputs, isolation, lastrun, options, pool, scorecard, verdicts
+from autograder.grading.blame import blame_by_dependency
 from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
 from autograder.grading.results import VOID, Results, TestResult
 from autograder.grading.verdicts import LOST, Fault, LearnerError
@@ -838,6 +839,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             result.message = "the grader's own files changed while your code ran: this run's results are void"
         grader.new_answers = False
         grader.asked.clear()
+    blame_by_dependency(grader.results, edition=not has_sources())  # before anything reads or writes the results
     grader.save_answers()
     grader.save_plans()
     grader.cache.forget_if_workers_could_write()

@@ -151,6 +151,7 @@ class Results:
     fresh_inputs: int | None = None  # a graded run's seed: visible checks were asked again on numbers drawn from it
     self_checked: bool = True  # a failed check was asked of the reference too (never in a student edition)
     spawned_because: str = ""  # why workers were spawned where they would have been forked ("" if they were not)
+    edition: bool = False  # graded in a student edition: a task's checks run over the learner's code for the others
 
     @property
     def tasks(self) -> list[TaskResult]:

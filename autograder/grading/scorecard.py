@@ -9,7 +9,24 @@ from pathlib import Path
 from autograder.course import registry
 from autograder.grading import caches
 from autograder.grading.results import SYMBOL, VOID, Results, TaskResult, TestResult
+from autograder.kit.checks import HINT
 from autograder.worker.wire import Level
+
+# in a student edition each task runs over the learner's own code for the tasks it needs (`blame.py`)
+EDITION_WAITS = (
+    "In this edition each task runs over your own code for the tasks it needs:\n"
+    "a task's points come when the tasks it waits for pass. Fix the task Next: names first."
+)
+
+
+def hint_of(r: TestResult) -> str:
+    """The hint for how a check failed: its failure's own (`CheckFailed(hint=...)`), else its marker's."""
+    return next((line[len(HINT) :] for line in r.message.splitlines() if line.startswith(HINT)), "") or r.hint
+
+
+def message_lines(r: TestResult) -> list[str]:
+    """A check's message, less its own hint line (shown as the hint, once)."""
+    return [line for line in r.message.splitlines() if not line.startswith(HINT)]
 
 
 def page_link(task_id: str) -> str:
@@ -28,6 +45,13 @@ def next_lesson(tasks: list[TaskResult]) -> registry.Lesson | None:
     )
 
 
+def not_graded_here(tasks: list[TaskResult]) -> list[registry.Task]:
+    """The graded tasks of the run's lessons that this run did not grade (`--task 1.1` leaves 1.2 and 1.3)."""
+    ran = {t.task.id for t in tasks}
+    lessons = sorted({t.task.lesson for t in tasks})
+    return [task for n in lessons for task in registry.lesson(n).tasks if task.id not in ran and not task.bonus]
+
+
 def scorecard(
     tasks: list[TaskResult],
     graded: str,
@@ -38,6 +62,7 @@ def scorecard(
     fresh_inputs: int | None = None,
     self_checked: bool = True,
     spawned_because: str = "",
+    edition: bool = False,
 ) -> str:
     """The text printed at the end of a grading run."""
     width = 72
@@ -66,6 +91,8 @@ def scorecard(
     out.extend(machine_lines(tasks, self_checked, spawned_because))
     if fresh_inputs is not None:
         out.append(f"Each visible check was also asked on numbers drawn for this run (seed {fresh_inputs}).")
+    if edition and any(t.waits_for for t in tasks):
+        out.append(EDITION_WAITS)
     if isolation:
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
         if Level(isolation).feedback_only:  # what this level cannot promise (the README's isolation table)
@@ -82,13 +109,20 @@ def scorecard(
         out.append("Every graded task passes. Well done! The bonus tasks are there to go further.")
     elif todo is None and any(t.void_points for t in tasks):
         out.append("Every check that could be graded here passes.")
+    elif todo is None and not_graded_here(tasks):
+        ids = ", ".join(t.task.id for t in tasks)
+        out.append(f"Every task graded here passes ({ids}); the rest of the lesson was not graded in this run.")
     elif todo is None:
         out.append(
             "Every bonus task passes. Well done!"
             if bonus_tasks and not graded_tasks
             else "Every graded task passes. Well done!"
         )
-    if todo is None and tasks:
+    if todo is None and not_graded_here(tasks):
+        left = not_graded_here(tasks)[0]
+        out.append(f"Next: task {left.id} · {left.title} (not graded in this run)")
+        out.append(f"      read {page_link(left.id)}, then run: {grade_command(left.id, impl_option)}")
+    elif todo is None and tasks:
         after = next_lesson(tasks)
         if after:
             out.append(f"Next: lesson {after.number} · {after.title}")
@@ -142,8 +176,8 @@ def failure(r: TestResult) -> list[str]:
     """What went wrong in a check, under its heading: the message, the check's hint and the page that teaches it
     (a check the machine could not grade has no hint to give about the code)."""
     if not r.counted:
-        return r.message.splitlines()
-    return [*r.message.splitlines(), f"hint:     {r.hint}", f"page:     {page_link(r.task)}"]
+        return message_lines(r)
+    return [*message_lines(r), f"hint:     {hint_of(r)}", f"page:     {page_link(r.task)}"]
 
 
 def shows_failure(r: TestResult, hide_hidden: bool = False) -> bool:
@@ -156,7 +190,7 @@ def check_hint(task: TaskResult, hide_hidden: bool = False) -> str:
     wrong = [r for r in task.tests if shows_failure(r)]
     if len(wrong) != 1 or (hide_hidden and wrong[0].hidden):
         return ""
-    return wrong[0].hint
+    return hint_of(wrong[0])
 
 
 def text(results: Results, hide_hidden: bool = False) -> str:
@@ -170,6 +204,7 @@ def text(results: Results, hide_hidden: bool = False) -> str:
         fresh_inputs=results.fresh_inputs,
         self_checked=results.self_checked,
         spawned_because=results.spawned_because,
+        edition=results.edition,
     )
 
 
@@ -192,9 +227,9 @@ def gradescope_results(results: Results) -> dict:
                 continue
             lines.append(f"{SYMBOL[r.status]} {r.description} ({r.status})")
             if r.status != "passed" and (not r.hidden or not r.counted):
-                lines.extend("    " + line for line in r.message.splitlines())
+                lines.extend("    " + line for line in message_lines(r))
                 if r.status not in ("not started", VOID):
-                    lines.append(f"    hint: {r.hint} ({page_link(r.task)})")
+                    lines.append(f"    hint: {hint_of(r)} ({page_link(r.task)})")
         tests.append(
             {
                 "name": f"{t.task.id} {t.task.title}" + (" (bonus)" if t.task.bonus else ""),
@@ -233,6 +268,26 @@ def task_tags(t: TaskResult) -> list[str]:
     return ["bonus"] * t.task.bonus + [VOID] * (t.void_points > 0)
 
 
+VALUES = ("inputs:", "expected:", "got:", "printed:", "drawing:")  # the lines of a failure that hold values
+WIDTH = 100  # characters of a value's line in watch mode
+
+
+def explaining(r: TestResult, max_lines: int = 8) -> list[str]:
+    """A failure's message for watch mode: every line that explains it (check, note, where) whole, the values cut
+    to a line each, then the hint for how it failed."""
+    lines = []
+    message = message_lines(r)
+    for line in message[:max_lines]:
+        if line.startswith(VALUES) and len(line) > WIDTH:
+            line = line[: WIDTH - 1] + "…"
+        lines.append(line)
+    if len(message) > max_lines:
+        lines.append("…")
+    if r.status != "not started":
+        lines.append(f"hint:     {hint_of(r)}")
+    return lines
+
+
 def write_json(path: Path, data: dict) -> None:
     """`data` into `path` as JSON, whole or not at all (`caches.write_whole`), readable by others."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +300,6 @@ def progress(
     results: Results,
     bar_width: int = 40,
     max_failures: int = 8,
-    max_lines: int = 4,
     lesson_command: str = "pytest autograder --lesson {number}{impl}",
 ) -> str:
     """Watch mode's short report: tasks and lessons done with a bar, the next task, and what failed."""
@@ -256,16 +310,21 @@ def progress(
     lessons_done = sum(all(t.status == "passed" for t in graded if t.task.lesson == n) for n in lessons)
     filled = round(bar_width * done / len(graded)) if graded else 0
     line = (
-        f"Progress [{'#' * filled}{'-' * (bar_width - filled)}] {done}/{len(graded)} tasks · "
+        f"Progress [{'#' * filled}{'-' * (bar_width - filled)}] {done}/{len(graded)} graded tasks · "
         f"{lessons_done}/{len(lessons)} lessons · {results.score}/{results.max_score} points"
     )
     if bonus:
-        line += f" · bonus {sum(t.status == 'passed' for t in bonus)}/{len(bonus)}"
+        line += f" · bonus, counted apart: {sum(t.status == 'passed' for t in bonus)}/{len(bonus)} tasks"
     out = [line]
     todo = next((t for t in graded if t.status != "passed"), None) or next(
         (t for t in bonus if t.status != "passed"), None
     )
-    if todo is None:
+    if todo is None and not_graded_here(tasks):
+        left = not_graded_here(tasks)[0]
+        out.append("Every task graded here passes; the rest of the lesson was not graded in this run.")
+        out.append(f"Next: task {left.id} · {left.title} (not graded in this run)")
+        out.append(f"      read {page_link(left.id)}")
+    elif todo is None:
         out.append("Every task here passes. Well done!")
         after = next_lesson(tasks)
         if after:
@@ -291,17 +350,14 @@ def progress(
         same: dict[str, list] = {}  # one entry per message: a file that does not load fails every check alike
         for r in failures:
             same.setdefault(r.message, []).append(r)
-        for message, group in list(same.items())[:max_failures]:
+        for group in list(same.values())[:max_failures]:
             r = group[0]
             if len(group) == 1:
                 out.append(f"  {SYMBOL[r.status]} {r.task} · {r.description} ({r.status})")
             else:
                 ids = ", ".join(sorted({g.task for g in group}, key=registry.sort_key))
                 out.append(f"  {SYMBOL[r.status]} {len(group)} checks of task {ids} ({r.status})")
-            lines = message.splitlines()
-            out.extend("      " + text for text in lines[:max_lines])
-            if len(lines) > max_lines:
-                out.append("      …")
+            out.extend("      " + text for text in explaining(r))
         if len(same) > max_failures:
             out.append(f"  … and {sum(len(g) for g in list(same.values())[max_failures:])} more")
     return "\n".join(line.rstrip() for line in out)

@@ -88,6 +88,22 @@ def _waits(other: str, why: str) -> Verdict:
     return Verdict("not started", f"waits for task {other} ({registry.task(other).title}){why}", other)
 
 
+RUNS_THROUGH = ": this check runs through its code, which raised "
+
+
+def charged_here(message: str, other: str) -> str:
+    """A wait on task `other` reworded for a run in which `other` passed: the check's own task is to blame."""
+    prefix = f"waits for task {other} ({registry.task(other).title})"
+    rest = message.removeprefix(prefix)
+    if rest.startswith(RUNS_THROUGH):
+        return f"task {other}'s code ({registry.task(other).title}), which passes its own checks, raised " + rest[
+            len(RUNS_THROUGH) :
+        ].replace(": ", " when this check ran it: ", 1)
+    return (
+        f"task {other} ({registry.task(other).title}) passes its own checks, yet this check could not get past it{rest}"
+    )
+
+
 def classify(exc: BaseException, task_id: str) -> Verdict:
     """Sort what a test raised into a status and a message for the learner, made safe to show (`shown`)."""
     status, message, waits_for = _classify(exc, task_id)
@@ -153,14 +169,30 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
     other = _other_task_that_raised(info, task_id)
     if other:
         text = message if len(message) <= 200 else message[:200] + "…"
-        return _waits(other, f": this check runs through its code, which raised {kind}: {text}{at}")
+        return _waits(other, f"{RUNS_THROUGH}{kind}: {text}{at}")
     if kind == "RecursionError":
-        return Verdict("error", f"RecursionError: the code recursed too deep{at}")
+        return Verdict("error", f"RecursionError: the code recursed too deep{_recursing(info)}{at}")
     text = message if len(message) <= 300 else message[:300] + "…"
     return Verdict("error", f"your code raised {kind}: {text}{at}{printed}")
 
 
 ENDINGS = "sys.exit, os._exit, a crash, or the memory limit?"
+
+# what a reflected operator that recursed was most likely written as: `other + self` with a plain number `other`
+# hands the sum back to the same method (a number does not know how to add a Value)
+REFLECTED = {"__radd__": "+", "__rmul__": "*"}
+
+
+def _recursing(info: dict) -> str:
+    """Why the learner's code recursed, where the function it recursed in tells."""
+    name = shown(info.get("function", ""), MAX_NAME, lines=False).rpartition(".")[2]
+    if name in REFLECTED:
+        op = REFLECTED[name]
+        return (
+            f": in {name}, `other {op} self` with a plain number `other` calls {name} again (a number cannot "
+            f"{'add' if op == '+' else 'multiply'} a Value); write `self {op} other`"
+        )
+    return f" in {name}" if name else ""
 
 
 def may_be_the_machines(exc: BaseException, status: str) -> bool:

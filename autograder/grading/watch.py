@@ -86,6 +86,22 @@ def polling_reason(folder: Path, mounts: str = "/proc/mounts") -> str:
     return f"{where} is a {kind} drive, where saves raise no file events" if kind in NO_EVENTS else ""
 
 
+def this_run(fresh: Results) -> str:
+    """What a grading run found, in words: the graded tasks and points, and the bonus apart (as the totals below)."""
+    graded = [t for t in fresh.tasks if not t.task.bonus]
+    bonus = [t for t in fresh.tasks if t.task.bonus]
+    text = (
+        f"{sum(t.status == 'passed' for t in graded)}/{len(graded)} graded tasks pass, "
+        f"{fresh.score}/{fresh.max_score} points"
+    )
+    if bonus:
+        text += (
+            f"; bonus tasks, counted apart: {sum(t.status == 'passed' for t in bonus)}/{len(bonus)} pass, "
+            f"{fresh.bonus}/{fresh.bonus_max} points"
+        )
+    return text
+
+
 class Watch:
     """The latest verdict of every selected check, updated task by task as files are saved."""
 
@@ -116,16 +132,13 @@ class Watch:
     def report(self, what: str, fresh: Results) -> None:
         if self.out.isatty():
             self.out.write(CLEAR)
-        passed = sum(t.status == "passed" for t in fresh.tasks)
-        earned, points = sum(r.earned for r in fresh.tests), sum(r.points for r in fresh.tests)
-        scope = f" (lesson {', '.join(map(str, self.lessons))})" if self.lessons else ""
-        self.say(
-            f"[{time.strftime('%H:%M:%S')}] {what}{scope}: {passed}/{len(fresh.tasks)} tasks pass, "
-            f"{earned}/{points} points"
-        )
+        self.say(f"[{time.strftime('%H:%M:%S')}] {what}{self.scope()}: {this_run(fresh)}")
         impl = f" --impl {self.impl}" if self.impl != "exercises" else ""
         self.say(scorecard.progress(self.results, lesson_command="python -m autograder watch --lesson {number}" + impl))
         self.waiting()
+
+    def scope(self) -> str:
+        return f" (lesson {', '.join(map(str, self.lessons))})" if self.lessons else ""
 
     def waiting(self) -> None:
         self.say(f"Watching {self.results.graded} for saves (Ctrl-C to stop)")

@@ -11,7 +11,10 @@
 
 `Lesson(n)` is what the learner notebooks of `exercises/notebooks/` explore: your
 code for lesson n over the reference for everything else, as the grader runs it,
-next to the reference itself. `Checks` is what the check cells of the nbgrader
+next to the reference itself. A student edition has no reference: there your code
+runs whole, and each example is compared with the reference's answer recorded when
+the edition was made (`export.notebooks.record_examples`, `EXAMPLES_FILE`). `Checks` is what the check
+cells of the nbgrader
 notebooks call: one run of `pytest autograder` per version of the code, then one
 test's result per cell.
 
@@ -21,6 +24,7 @@ test's result per cell.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import itertools
@@ -41,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.course import registry
-from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, owners_of, solution_files
+from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, has_sources, owners_of, solution_files
 from autograder.grading.drawing import dot_to_svg
 from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 from autograder.grading.limits import lesson_budget as _budget
@@ -60,6 +64,16 @@ def reference(module: str) -> types.ModuleType:
 
 
 GRADER_DIR = Path(__file__).resolve().parent
+EXAMPLES_FILE = GRADER_DIR / "reference_examples.json"  # a student edition's: the reference's answers to the examples
+
+
+def draw_dot(root) -> Any:
+    """The drawing of any Value: the reference's `draw_dot`, or in a student edition (no reference) yours (task 3.2)."""
+    if has_sources():
+        return reference("graph").draw_dot(root)
+    return execute_whole(EXERCISES, "graph").draw_dot(root)
+
+
 TIMEOUT_VARIABLE = NOTEBOOK_TIMEOUT  # set it to change the time limit of each check (seconds)
 
 
@@ -148,6 +162,22 @@ def execute(source: str, filename: str, module: str, seconds: float = TEST_TIMEO
             return package.module(module)
     except SystemExit as exc:
         raise RuntimeError(f"{filename} called sys.exit({exc.code!r}) while loading") from None
+
+
+def execute_whole(root: Path, module: str, seconds: float = TEST_TIMEOUT) -> types.ModuleType:
+    """A module of the folder `root` with every sibling it imports from that folder too: a student edition's way,
+    where no reference sits underneath."""
+    sources = {}
+    for path in solution_files():
+        mine = Path(root) / path.name
+        if path.stem != "__init__" and mine.is_file():
+            sources[path.stem] = (mine.read_text(encoding="utf-8"), str(mine))
+    package = SourcePackage(f"_notebook_{next(_packages)}", sources, True)
+    try:
+        with time_limit(seconds):
+            return package.module(module)
+    except SystemExit as exc:
+        raise RuntimeError(f"{root}/{module}.py called sys.exit({exc.code!r}) while loading") from None
 
 
 def _methods(cls: type) -> frozenset[str]:
@@ -248,7 +278,11 @@ def _graph_parts(source: str) -> dict[str, Any]:
     for key, label in sorted(labels.items(), key=lambda item: item[1]):
         parts.setdefault(f"node {names[key] or '(no label)'}", []).append(" ".join(label.split()))
     parts = {key: found[0] if len(found) == 1 else found for key, found in parts.items()}
-    parts["edges"] = sorted(f"{names.get(t, t)} → {names.get(h, h)}" for t, h in edges)
+
+    def name(key: str) -> str:  # a node drawn without a label line of its own: its id less the `id()` digits
+        return names[key] if key in names else re.sub(r'^"?\d*(.*?)"?$', r"\1", key)
+
+    parts["edges"] = sorted(f"{name(t)} → {name(h)}" for t, h in edges)
     return parts
 
 
@@ -315,11 +349,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def difference(yours: tuple[str, Any], reference: tuple[str, Any]) -> str | None:
+def difference(yours: tuple[str, Any], reference: tuple[str, Any], kind: str | None = None) -> str | None:
     """Where an example's (printed text, result) with your code first differs from the reference's; None if nowhere.
 
     Results are compared as what they show (`plain`): numbers to 1e-9 relative, a drawn graph node by node,
-    a figure plot by plot.
+    a figure plot by plot. `kind`: the type name of the reference's result, where it is given as `plain` data.
     """
     mine, theirs = yours[0].splitlines(), reference[0].splitlines()
     for n, (line, expected) in enumerate(zip(mine, theirs, strict=False), start=1):
@@ -327,7 +361,7 @@ def difference(yours: tuple[str, Any], reference: tuple[str, Any]) -> str | None
             return f"printed line {n}: yours `{_short(line)}`, the reference `{_short(expected)}`"
     if len(mine) != len(theirs):
         return f"printed: {len(mine)} lines from yours, {len(theirs)} from the reference"
-    kind = type(reference[1]).__name__
+    kind = kind or type(reference[1]).__name__
     what = {"Digraph": "the drawing", "Graph": "the drawing", "Figure": "the figure"}.get(kind, "the result")
     return _first_difference(plain(yours[1]), plain(reference[1]), what)
 
@@ -362,9 +396,13 @@ class Lesson:
         root = self.root if impl is None else impl_folder(impl)
         owners = {o for t in self.task_ids for o in owners_of(t)}
         names: dict[str, Any] = {}
+        if not has_sources():  # a student edition: your code for everything, as its grader runs it
+            for module in self.modules:
+                names.update(public_names(execute_whole(root, module), hybrid=False))
+            return types.SimpleNamespace(**names)
         for module in self.modules:
             ref = reference(module)
-            if Path(root).resolve() == SOLUTIONS.resolve():  # the reference itself (bytecode in a student edition)
+            if Path(root).resolve() == SOLUTIONS.resolve():  # the reference itself
                 names.update(public_names(ref, hybrid=False))
                 continue
             path = root / f"{module}.py"
@@ -383,7 +421,10 @@ class Lesson:
         """
         from IPython.display import Markdown, display
 
-        versions = [("Yours", self.root)] + ([("Reference", SOLUTIONS)] if self.root != SOLUTIONS else [])
+        edition = not has_sources()
+        versions = [("Yours", self.root)] + (
+            [("Reference", SOLUTIONS)] if self.root != SOLUTIONS and not edition else []
+        )
         shown: dict[str, tuple[str, Any]] = {}
         for title, root in versions:
             display(Markdown(f"**{title}** ({self._display_root(root)})"))
@@ -397,8 +438,28 @@ class Lesson:
                 if result is not None:
                     display(result)
                 shown[title] = (printed.getvalue(), result)
+        kind = None
+        if edition:
+            recorded = recorded_examples().get(example_key(self.lesson.number, example))
+            if recorded is None:
+                display(Markdown("**Reference**: no recorded answer for this example, so no comparison here."))
+                return example
+            display(
+                Markdown("**Reference** (its answer, recorded when this edition was made: it has no reference code)")
+            )
+            if recorded["printed"]:
+                print(recorded["printed"], end="")
+            if recorded["kind"] in PICTURES:
+                display(
+                    Markdown(
+                        f"*{PICTURES[recorded['kind']]} is not in this edition: yours is compared with what it shows.*"
+                    )
+                )
+            elif recorded["shown"] is not None:
+                display(recorded["shown"])
+            shown["Reference"], kind = (recorded["printed"], recorded["shown"]), recorded["kind"]
         if len(shown) == 2:  # when yours raised, the message above already says why
-            where = difference(shown["Yours"], shown["Reference"])
+            where = difference(shown["Yours"], shown["Reference"], kind)
             display(
                 Markdown("✓ *Yours matches the reference.*" if where is None else f"✗ **Where yours differs:** {where}")
             )
@@ -410,6 +471,25 @@ class Lesson:
 
         with tempfile.TemporaryDirectory() as tmp:
             print(text(run_grader(self.root, self.lesson.number, Path(tmp) / "results.json")))
+
+
+PICTURES = {
+    "Digraph": "The reference's drawing",
+    "Graph": "The reference's drawing",
+    "Figure": "The reference's figure",
+}
+
+
+def example_key(lesson: int, example: Callable) -> str:
+    return f"{lesson}:{example.__name__}"
+
+
+@functools.cache
+def recorded_examples() -> dict[str, dict]:
+    try:
+        return json.loads(EXAMPLES_FILE.read_text())
+    except FileNotFoundError:
+        return {}
 
 
 # ------------------------------------------------------------------------------ nbgrader's extensions in the Lab

@@ -20,18 +20,40 @@ from typing import Any
 class CheckFailed(AssertionError):
     """A check of the learner's code that did not hold."""
 
-    def __init__(self, what: str, expected: Any, actual: Any, inputs: str | None = None, note: str | None = None):
+    def __init__(
+        self,
+        what: str,
+        expected: Any,
+        actual: Any,
+        inputs: str | None = None,
+        note: str | None = None,
+        hint: str | None = None,
+    ):
         self.what, self.expected, self.actual, self.inputs, self.note = what, expected, actual, inputs, note
+        self.hint = hint  # the hint for how this check failed, where the check can tell: shown before the marker's
         super().__init__(self.explain())
 
     def explain(self) -> str:
         lines = [f"check:    {self.what}"]
         if self.inputs:
             lines.append(f"inputs:   {self.inputs}")
-        lines += [f"expected: {_show(self.expected)}", f"got:      {_show(self.actual)}"]
+        lines += [f"expected: {_show(self.expected)}", f"got:      {_show(self.actual)}{_direction(self)}"]
         if self.note:
             lines.append(f"note:     {self.note}")
+        if self.hint:
+            lines.append(f"{HINT}{self.hint}")
         return "\n".join(lines)
+
+
+HINT = "hint:     "  # a failure's own hint line, which the scorecard shows instead of the check's marker hint
+
+
+def _direction(failure: CheckFailed) -> str:
+    """Which way a number is off, read from the values: " (1.5 more than expected)"."""
+    got, want = failure.actual, failure.expected
+    if not (_is_number(got) and _is_number(want)) or not (math.isfinite(got) and math.isfinite(want)) or got == want:
+        return ""
+    return f" ({format(abs(got - want), '.6g')} {'more' if got > want else 'less'} than expected)"
 
 
 class WaitsFor(Exception):  # noqa: N818 - reads as what it says: the check waits for another task
@@ -78,16 +100,24 @@ def expect_close(
         raise CheckFailed(what, expected, actual, inputs, note)
 
 
-def expect_equal(actual: Any, expected: Any, what: str, inputs: str | None = None, note: str | None = None) -> None:
+def expect_equal(
+    actual: Any, expected: Any, what: str, inputs: str | None = None, note: str | None = None, hint: str | None = None
+) -> None:
     if not (type(actual) is type(expected) or _is_number(actual) and _is_number(expected)) or actual != expected:
-        raise CheckFailed(what, expected, actual, inputs, note)
+        raise CheckFailed(what, expected, actual, inputs, note, hint)
 
 
 def expect(
-    condition: bool, what: str, expected: Any, actual: Any, inputs: str | None = None, note: str | None = None
+    condition: bool,
+    what: str,
+    expected: Any,
+    actual: Any,
+    inputs: str | None = None,
+    note: str | None = None,
+    hint: str | None = None,
 ) -> None:
     if not condition:
-        raise CheckFailed(what, expected, actual, inputs, note)
+        raise CheckFailed(what, expected, actual, inputs, note, hint)
 
 
 def expect_list(actual: Any, length: int, what: str, inputs: str | None = None) -> list:
@@ -118,6 +148,9 @@ def expect_raised(outcome: dict, error: str, what: str, inputs: str | None = Non
 # --- a graph's grads, node by node ----------------------------------------------------------------------------------
 
 
+ASSIGNED = "yours is one use's share alone: a _backward closure sets the grad (=) where it must add to it (+=)"
+
+
 class GraphsDiffer(CheckFailed):
     """A graph whose grads (or data) differ from the reference's, with the first wrong node named.
 
@@ -138,10 +171,11 @@ class GraphsDiffer(CheckFailed):
         wrong: list[int],
         first: int,
         kind: str,
+        hint: str | None = None,
     ):
         self.got, self.want, self.wrong, self.first, self.kind = got, want, wrong, first, kind
         self.drawing: str | None = None  # where `--draw` wrote the picture, once it has
-        super().__init__(what, expected, actual, inputs, note)
+        super().__init__(what, expected, actual, inputs, note, hint)
 
     def explain(self) -> str:
         text = super().explain()
@@ -272,6 +306,23 @@ class _Graph:
             pass
         return f"the local rule of the {op!r} closure", "out.grad times the local derivative", None
 
+    def one_share_only(self, i: int, got: Any) -> bool:
+        """Whether a grad `got` is what one use of node i alone gives it, as when a closure sets it (=) instead of
+        adding to it (+=): the last use's share wins."""
+        parents = self.parents[i]
+        if (
+            len(parents) == 1
+            and self.nodes[parents[0]]["op"] in ("+", "*")
+            and len(self.nodes[parents[0]]["children"]) == 1
+        ):
+            value = self.share(parents[0], i)[2]  # a + a: both shares are half of the whole
+            shares = [value / 2] if value is not None else []
+        elif len(parents) > 1:
+            shares = [value for p in parents if (value := self.share(p, i)[2]) is not None]
+        else:
+            return False
+        return any(close(got, share) for share in shares)
+
     def rule(self, i: int) -> str:
         """How node i's grad is made: the seed at the output, one parent's local rule, or the sum over the uses."""
         parents = self.parents[i]
@@ -326,6 +377,7 @@ def expect_same_grads(
             continue
         first = wrong[0]
         node = graph.nodes[first]
+        hint = None
         if field == "data":
             kids = ", ".join(graph.name(c) for c in node["children"])
             check = f"{what}: the forward pass differs first at {graph.name(first)}"
@@ -340,12 +392,16 @@ def expect_same_grads(
             note = graph.rule(first)
             if len(wrong) > 1:
                 note += f" ({len(wrong)} of {len(order)} grads differ)"
+            if graph.one_share_only(first, mine[first].get("grad")):
+                note += f"; {ASSIGNED}"
+                hint = "Every _backward closure adds to its children's grads (+=); none sets them (=)."
         raise GraphsDiffer(
             check,
             node[field],
             mine[first].get(field),
             inputs,
             note,
+            hint=hint,
             got=got_report,
             want=want_report,
             wrong=wrong,

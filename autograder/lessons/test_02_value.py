@@ -10,7 +10,7 @@ import random
 import pytest
 
 from autograder.kit.checks import expect, expect_close, expect_equal, expect_list
-from autograder.worker.scenario import data_of, scenario
+from autograder.worker.scenario import data_of, scenario, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
 
@@ -27,6 +27,7 @@ def value_fields(impl, data, n_children=0, op="", label=""):
         "op": getattr(v, "_op", None),
         "label": getattr(v, "label", None),
         "prev_is_set": isinstance(prev, set),
+        "prev_type": type_name(prev),
         "prev_size": len(prev) if isinstance(prev, (set, tuple, list)) else None,
         "prev_is_children": isinstance(prev, set) and prev == set(kids),
     }
@@ -91,7 +92,14 @@ def test_init_stores_data_and_zero_grad(learner):
 def test_init_records_children_op_and_label(learner):
     """Value(data, (a, b, a), '*', label='e') records its children as a set, its op and its label"""
     got = learner.run(value_fields, 2.0, 2, "*", "e")
-    expect(got["prev_is_set"], "type of e._prev", "set", "not a set", "e = Value(2.0, (a, b, a), '*', label='e')")
+    expect(
+        got["prev_is_set"],
+        "type of e._prev",
+        "set",
+        f"a {got['prev_type']}",
+        "e = Value(2.0, (a, b, a), '*', label='e')",
+        note="a set keeps each child once, however often it is passed in",
+    )
     expect(got["prev_is_children"], "e._prev", "{a, b}", f"{got['prev_size']} element(s)")
     expect_equal(got["op"], "*", "e._op")
     expect_equal(got["label"], "e", "e.label")

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from autograder.kit.checks import expect, expect_close, expect_equal, grads_explained
+from autograder.kit.checks import close, expect, expect_close, expect_equal, grads_explained
 from autograder.worker.scenario import data_of, grad_of, graph_report, scenario, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------
@@ -156,8 +156,15 @@ def test_tanh_backward(learner):
     for (x, g), got in zip(cases, learner.run(tanh_cases, cases), strict=True):
         inputs = f"a = Value({x}), t = a.tanh(), t.grad = {g}, then t._backward()"
         expect_a_value(got, "a.tanh()", inputs)
-        expect_close(got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs)
+        expect_close(got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, note=_tanh_rule_from(got, x, g))
         expect_equal(got["a_data"], x, "a.data after t._backward() (unchanged)", inputs)
+
+
+def _tanh_rule_from(got: dict, x: float, g: float) -> str | None:
+    """What a wrong tanh grad was computed from, where its number tells: the input x in place of the output t."""
+    if x != 0 and close(got.get("a_grad"), (1 - x**2) * g):
+        return "that is (1 - x²) · out.grad, from the input x: tanh's derivative is 1 - t², from its output t"
+    return None
 
 
 @pytest.mark.task(
@@ -178,7 +185,9 @@ def test_tanh_seeded(learner):
         inputs = f"a = Value({x!r}), t = a.tanh(), t.grad = {g!r}, then t._backward()"
         expect_a_value(got, "a.tanh()", inputs)
         expect_close(got["data"], math.tanh(x), "a.tanh().data", inputs, rel=1e-12)
-        expect_close(got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, rel=1e-9)
+        expect_close(
+            got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, rel=1e-9, note=_tanh_rule_from(got, x, g)
+        )
 
 
 # --- 5.2 + backward -------------------------------------------------------------------------------------------------

@@ -182,16 +182,20 @@ def _check_calls(got: dict, kids: dict[str, list[str]], root: str, inputs: str, 
             continue
         if counts[name] > 1:
             why = "a node reached along two paths is still called once: list each node once, then sweep"
+            hint = "Mark nodes as visited: a node reached along two paths is listed, and its _backward run, once."
         elif kids[name]:
             why = "every node that root depends on must have its _backward called"
+            hint = "Walk from the root through every node's _prev, and call each node's _backward once."
         else:
             why = "a leaf's _backward does nothing, but backward() calls it too, like every other node's"
+            hint = "Call every node's _backward, leaves included: a leaf's does nothing, but it is called too."
         expect_equal(
             counts[name],
             1,
             f"number of calls of {name}._backward during {root}.backward()",
             inputs,
             note=f"{why}; the closures were called in this order: {order or '(none)'}",
+            hint=hint,
         )
     others = sorted(set(counts) - reach)
     expect(
@@ -213,6 +217,7 @@ def _check_calls(got: dict, kids: dict[str, list[str]], root: str, inputs: str, 
                 inputs,
                 note="a node's _backward must run after every node that uses it has pushed its gradient: "
                 "reverse topological order",
+                hint="List the nodes so each comes after its children; call _backward from the last to the first.",
             )
 
 
@@ -322,7 +327,9 @@ def test_shared_subgraph(learner):
 
 
 @pytest.mark.task(
-    "6.1", points=2, hint="A node's _backward that runs before all its users pushed into its grad passes on too little."
+    "6.1",
+    points=2,
+    hint="A node's _backward passes on its grad as it is when it runs: after all its users, and once.",
 )
 def test_gradients_flow(learner):
     """closures that push weight * grad to their children give the path-sum grads"""

@@ -47,7 +47,6 @@ REPO = Path(__file__).resolve().parent.parent.parent
 EXECUTED = Path(__file__).resolve().parent / "executed"  # committed: what the pages' blocks printed, one file a page
 CACHE = caches.SITE
 TIMINGS = CACHE / "build-times.json"  # each page's build cost in the last build, for tests/benchmarks/bench_site.py
-SHIPPED_FINGERPRINT = "FINGERPRINT"  # a student edition's solutions/ ships bytecode and this file instead
 KEEP_DAYS = 14  # entries unused for this long are stale: their code or the solutions changed since
 log = logging.getLogger("mkdocs.plugins.course")  # mkdocs shows its INFO lines on stderr while it builds
 
@@ -63,13 +62,14 @@ def recording() -> bool:
 
 
 def solutions_fingerprint(folder: Path = REPO / "solutions") -> str:
-    """What the reference code is, as a digest: of its sources, or the one shipped where only bytecode is."""
+    """What the reference code is, as a digest: of its sources, or, in a student edition (which ships none), the
+    digest its manifest recorded (`autograder/edition.json`), so that the edition reads the course's results."""
     if any(folder.glob("*.py")):
         return caches.sources_digest((folder,))
-    shipped = folder / SHIPPED_FINGERPRINT
-    if shipped.exists():
-        return shipped.read_text().strip()
-    raise FileNotFoundError(f"{folder} has neither Python sources nor a {SHIPPED_FINGERPRINT} file")
+    manifest = folder.parent / "autograder" / "edition.json"
+    if manifest.exists():
+        return json.loads(manifest.read_text())["fingerprint"]
+    raise FileNotFoundError(f"{folder} has no Python sources, and {manifest} is missing")
 
 
 def _sha(*parts: str) -> str:
@@ -172,6 +172,7 @@ class BlockRunner:
         depends: dict[str, Callable[[], str]],
         machine: str = "",
         committed: Committed | None = None,
+        variants: dict[str, Callable[[], str]] | None = None,
     ):
         self.context = context  # what every block's output depends on: solutions/, pagekit (the same everywhere)
         # a name in a block's code -> the digest of what that name brings in (the grader's sources). It is part of
@@ -180,6 +181,9 @@ class BlockRunner:
         # (`COURSE_SITE_RECORD`) runs such a block again whenever that digest changes, and the site test compares
         # what it prints with what is committed.
         self.depends = depends
+        # a name in a block's code -> what tells apart the builds it prints differently in (a student edition): part
+        # of the committed key too, so that each build reads its own committed result
+        self.variants = variants or {}
         self.machine = machine  # this machine's Python and packages: part of the local cache's keys only
         self.committed = committed or Committed(read=False)
         self.digests: dict[str, str] = {}
@@ -197,7 +201,8 @@ class BlockRunner:
 
     def key(self, code: str, session: str) -> str:
         """The block's key in the committed results: its code, its session's earlier code, and the sources."""
-        key = _sha(self.chains.get(session, self.context) if session else self.context, code)
+        extra = [self.variants[name]() for name in self.variants if name in code]
+        key = _sha(self.chains.get(session, self.context) if session else self.context, code, *extra)
         if session:
             self.chains[session] = key
         return key

