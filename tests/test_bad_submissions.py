@@ -1070,3 +1070,29 @@ def test_a_copy_of_the_course_installed_under_usr_local_is_covered(tmp_path):
         assert "copies: []" in said, said[-2000:]
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
+
+
+DAEMON = """        import os, time
+        if os.fork() == 0:  # a daemon: out of the worker's process group, waiting for the grader to end
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(4)
+                open(MARKER, "w").write("written after the run")
+            os._exit(0)
+        return f"Value(data={self.data})\""""
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="as root, every worker's processes are in a cgroup of the run's")
+def test_nothing_a_worker_starts_outlives_the_run(tmp_path):
+    """At `processes` as root a worker is root: a daemon it leaves (its own session, out of its process group)
+    would write after the run, into a cache or anywhere. The run's cgroup ends it with the run."""
+    import time
+
+    marker = tmp_path / "marker"
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, DAEMON.replace("MARKER", repr(str(marker)))))
+    run = grade(submission, "--task", "2.2", "--isolation", "processes", tmp_path=tmp_path)
+    assert run.results["extra_data"]["memory_limit"] == "cgroup", run.output[-2000:]
+    time.sleep(6)
+    assert not marker.exists(), "a daemon the worker started outlived the run"

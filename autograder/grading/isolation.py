@@ -120,12 +120,41 @@ def memory_cgroup() -> str | None:
     return None
 
 
+def _kill_all(cgroup: str, patience: float = 5.0) -> None:
+    """Kill every process of `cgroup` (`cgroup.kill` where the kernel has it, else each one in `cgroup.procs`) and
+    wait until it is empty, for `patience` seconds at most."""
+    import signal
+    import time
+
+    end = time.monotonic() + patience
+    while time.monotonic() < end:
+        try:
+            with open(os.path.join(cgroup, "cgroup.procs")) as f:
+                pids = [int(line) for line in f if line.strip()]
+        except (OSError, ValueError):
+            return
+        if not pids:
+            return
+        try:
+            with open(os.path.join(cgroup, "cgroup.kill"), "w") as f:
+                f.write("1")
+        except OSError:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        time.sleep(0.02)
+
+
 def remove_cgroup(run: str | None) -> None:
-    """Remove the run's cgroup and its workers' (all of their processes have ended)."""
+    """Kill whatever is left in the run's workers' cgroups (a daemon a worker started, which left its process
+    group), then remove them and the run's: nothing a run starts outlives it."""
     if not run or not os.path.isdir(run):
         return
     for entry in os.scandir(run):
         if entry.is_dir(follow_symlinks=False):
+            _kill_all(entry.path)
             try:
                 os.rmdir(entry.path)
             except OSError:

@@ -217,7 +217,8 @@ class Grader:
         if self.config.getoption("draw"):  # made now, so that it can be hidden from the learner's code like the rest
             Path(self.config.getoption("draw")).mkdir(parents=True, exist_ok=True)
             hidden.append(self.config.getoption("draw"))
-        cgroup = isolation.memory_cgroup() if self.level.needs_root and self.memory_mb else None
+        # as root, at any level: the workers' memory counts whole, and whatever they start dies with the run
+        cgroup = isolation.memory_cgroup() if self.memory_mb else None
         limit = "cgroup" if cgroup else "address space (RLIMIT_AS)" if sys.platform == "linux" else "none"
         self.results.memory_limit = limit if self.memory_mb else "none"
         return pool.Pool(self.level, self.memory_mb, hidden, self.start_method, self.zygotes, cgroup)
