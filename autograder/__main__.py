@@ -13,6 +13,7 @@
 - `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py);
 - `batch SUBMISSIONS_DIR --out grades.csv` grades a whole class into a CSV gradebook;
 - `gradescope --out autograder.zip` builds the Gradescope bundle (`gradescope-run` is what it runs);
+- `prairielearn --out COURSE` writes PrairieLearn's external grader (`prairielearn-run` is what it runs);
 - `classroom [--check]` writes the learners' GitHub Classroom workflow template (part of `build`);
 - `student-edition --out DIR` copies the course without solution sources and hidden checks.
 """
@@ -293,6 +294,21 @@ def _gradescope_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prairielearn(args: argparse.Namespace) -> int:
+    from autograder.export import prairielearn
+
+    print(f"wrote {prairielearn.build_bundle(args.out)}: name its run.sh in externalGradingOptions.entrypoint")
+    return 0
+
+
+def _prairielearn_run(args: argparse.Namespace) -> int:
+    from autograder.export import prairielearn
+
+    results = prairielearn.grade_submission(args.root)
+    print(f"score {results.get('score')} (gradable: {results.get('gradable')}) -> {args.root / 'results/results.json'}")
+    return 0
+
+
 def _classroom(args: argparse.Namespace) -> int:
     from autograder.export import classroom
 
@@ -434,6 +450,12 @@ def make_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("gradescope-run", help="grade ROOT/submission into ROOT/results/results.json (the bundle)")
     p.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's folder (default /autograder)")
     p.set_defaults(run=_gradescope_run)
+    p = commands.add_parser("prairielearn", help="write the PrairieLearn external grader (serverFilesCourse/backprop)")
+    p.add_argument("--out", type=Path, default=Path("."), help="the course folder to write into (default .)")
+    p.set_defaults(run=_prairielearn)
+    p = commands.add_parser("prairielearn-run", help="grade ROOT/student into ROOT/results/results.json (the bundle)")
+    p.add_argument("--root", type=Path, default=Path("/grade"), help="PrairieLearn's folder (default /grade)")
+    p.set_defaults(run=_prairielearn_run)
     p = commands.add_parser("classroom", help="write the learners' Classroom workflow template (.github/classroom/)")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 if the committed template is stale")
     p.set_defaults(run=_classroom)

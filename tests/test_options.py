@@ -84,8 +84,8 @@ plugin.pytest_addoption(parser)
 seen["pytest autograder"] = parser.parse([]).check_timeout
 seen["batch"] = graded(options.grader_command(options.from_namespace(make_parser().parse_args(["batch", "x"]))))
 
-from autograder.export import gradescope
-seen["gradescope"] = gradescope.submission_options(Path("/autograder"), Path("graded")).check_timeout
+from autograder.export import submissions
+seen["gradescope"] = submissions.submission_options(Path("/autograder"), Path("graded")).check_timeout
 
 from autograder import jupyter
 from autograder.export import notebooks

@@ -9,14 +9,13 @@ it always leaves a valid results.json, even when the grader itself cannot run.
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import tempfile
 import zipfile
 from pathlib import Path
 
-from autograder.course.regions import EXERCISES, REPO, solution_files
-from autograder.grading.options import GradeOptions
+from autograder.course.regions import REPO
+from autograder.export import submissions
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image.
@@ -92,65 +91,26 @@ def build_bundle(out: Path) -> Path:
     return out
 
 
-def expected_files() -> list[str]:
-    return [p.name for p in solution_files() if p.name != "__init__.py"]
-
-
-def find_submitted(submission: Path) -> dict[str, Path]:
-    """Each expected file of the submission: in the folder that holds most of them (top level or exercises/)."""
-    names = set(expected_files())
-    folders: dict[Path, int] = {}
-    for path in submission.rglob("*.py"):
-        if path.name in names and "__MACOSX" not in path.parts and not path.is_symlink():
-            folders[path.parent] = folders.get(path.parent, 0) + 1
-    if not folders:
-        return {}
-    best = max(folders, key=lambda folder: (folders[folder], -len(folder.parts)))
-    return {name: best / name for name in names if (best / name).is_file()}
-
-
-def submission_options(root: Path, graded: Path) -> GradeOptions:
-    """How a submission is graded: the course's limits, Gradescope's folder hidden, inputs drawn for it alone
-    (a graded run: answers known from the pages are worth nothing)."""
-    return GradeOptions(impl=graded, hide=(root,), fresh_inputs=secrets.randbelow(2**31))
-
-
-def grade_submission(root: Path, timeout: float = 1200) -> dict:
+def grade_submission(root: Path) -> dict:
     """Grade `root/submission` and write `root/results/results.json`; return what was written.
 
     The learner's code runs only in the runner's sandboxed workers, which are
     all gone before the results are written; whatever happens, a valid file is.
     """
-    from autograder.grading import runner, scorecard
-    from autograder.grading.batch import private_copy
+    from autograder.grading import scorecard
 
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
-    found = find_submitted(root / "submission")
-    missing = sorted(set(expected_files()) - set(found))
-    notes = []
-    if missing:
-        notes.append(f"Not in your submission (graded as the empty stubs): {', '.join(missing)}.")
-    with tempfile.TemporaryDirectory() as tmp:
-        staged = Path(tmp) / "staged"
-        staged.mkdir()
-        for name in expected_files():
-            source = found.get(name)
-            if source is None or source.is_symlink() or not source.is_file():
-                source = EXERCISES / name
-            shutil.copyfile(source, staged / name)
-        graded, left = private_copy(staged, Path(tmp) / "graded")
-        notes += [f"Not graded: {item}." for item in left]
-        try:
-            done = runner.grade(submission_options(root, graded))
-            results = scorecard.gradescope_results(done)
-        except Exception as exc:  # noqa: BLE001 - the learner must get a valid results.json whatever happens
-            results = {
-                "score": 0,
-                "tests": [],
-                "output": f"The grader could not grade this submission ({type(exc).__name__}); "
-                "please tell your instructor.",
-            }
+    graded, notes = submissions.grade_staged(root / "submission", root)
+    if isinstance(graded, BaseException):
+        results = {
+            "score": 0,
+            "tests": [],
+            "output": f"The grader could not grade this submission ({type(graded).__name__}); "
+            "please tell your instructor.",
+        }
+    else:
+        results = scorecard.gradescope_results(graded)
     if notes:
         results["output"] = "\n".join(notes) + "\n\n" + results.get("output", "")
     scorecard.write_json(results_path, results)

@@ -220,16 +220,7 @@ def gradescope_results(results: Results) -> dict:
     card = text(results, hide_hidden=True)
     tests = []
     for t in tasks:
-        lines = [f"{t.status}: {t.earned}/{t.points} points" + (" (bonus, extra credit)" if t.task.bonus else "")]
-        lines.extend(t.not_run())  # why the checks that did not run did not
-        for r in t.tests:
-            if r.skipped:  # counted once, in the line above
-                continue
-            lines.append(f"{SYMBOL[r.status]} {r.description} ({r.status})")
-            if r.status != "passed" and (not r.hidden or not r.counted):
-                lines.extend("    " + line for line in message_lines(r))
-                if r.status not in ("not started", VOID):
-                    lines.append(f"    hint: {hint_of(r)} ({page_link(r.task)})")
+        lines = task_report(t)
         tests.append(
             {
                 "name": f"{t.task.id} {t.task.title}" + (" (bonus)" if t.task.bonus else ""),
@@ -261,6 +252,22 @@ def gradescope_results(results: Results) -> dict:
             ],
         },
     }
+
+
+def task_report(t: TaskResult) -> list[str]:
+    """A task's part of a platform's results (Gradescope, PrairieLearn): its points, why checks did not run, each
+    check's status, and for each that went wrong its message and hint (a hidden check: its name and status only)."""
+    lines = [f"{t.status}: {t.earned}/{t.points} points" + (" (bonus, extra credit)" if t.task.bonus else "")]
+    lines.extend(t.not_run())  # why the checks that did not run did not
+    for r in t.tests:
+        if r.skipped:  # counted once, in the line above
+            continue
+        lines.append(f"{SYMBOL[r.status]} {r.description} ({r.status})")
+        if r.status != "passed" and (not r.hidden or not r.counted):
+            lines.extend("    " + line for line in message_lines(r))
+            if r.status not in ("not started", VOID):
+                lines.append(f"    hint: {hint_of(r)} ({page_link(r.task)})")
+    return lines
 
 
 def task_tags(t: TaskResult) -> list[str]:
