@@ -98,6 +98,8 @@ def test_a_new_task_takes_four_files_and_one_build(tmp_path):
     assert "1.4 second_difference" in (root / "solutions/derivatives.py").read_text()  # the docstring's task list
 
     reference = run("-m", "pytest", "autograder", "--impl", "solutions", "--task", "1.4")
-    assert reference.returncode == 0 and "Every task graded here passes (1.4)" in reference.stdout, reference.stdout[-3000:]
+    assert reference.returncode == 0 and "Every task graded here passes (1.4)" in reference.stdout, reference.stdout[
+        -3000:
+    ]
     fresh = run("-m", "pytest", "autograder", "--task", "1.4")
     assert "1.4  second_difference" in fresh.stdout and "not started" in fresh.stdout, fresh.stdout[-3000:]

@@ -81,10 +81,10 @@ def test_running_one_node_grades_that_task_and_reports_the_scorecards_verdict(tm
 def test_a_panels_node_ids_select_their_tasks_and_lessons_so_that_only_their_workers_start():
     def selected(*args: str) -> tuple[list, list]:
         config = SimpleNamespace(
-            args=list(args), invocation_params=SimpleNamespace(dir=REPO), option=SimpleNamespace(lesson=[], task=[])
+            args=list(args), invocation_params=SimpleNamespace(dir=REPO), option=SimpleNamespace(lessons=[], tasks=[])
         )
         tasknodes.pytest_configure(config)
-        return config.option.lesson, config.option.task
+        return config.option.lessons, config.option.tasks
 
     lesson_2 = REPO / "autograder" / "lessons" / "test_02_value.py"
     assert selected(f"{lesson_2}::{tasknodes.label('2.3')}::test_add_forward") == ([], ["2.3"])

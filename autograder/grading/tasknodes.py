@@ -81,8 +81,8 @@ def pytest_configure(config: pytest.Config) -> None:
         else:
             lessons.add(int(number))
     if lessons or tasks:
-        config.option.lesson = sorted(set(config.option.lesson) | lessons)
-        config.option.task = sorted(set(config.option.task) | tasks)
+        config.option.lessons = sorted(set(config.option.lessons) | lessons)
+        config.option.tasks = sorted(set(config.option.tasks) | tasks)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
