@@ -297,13 +297,10 @@ class Grader:
         learner = item.funcargs.get("learner")
         if self.main or not has_sources() or not isinstance(learner, Learner):
             return ""
-        if not verdicts.may_be_the_machines(exc, classify_status(exc, learner.task)):
+        if not verdicts.may_be_the_machines(exc, verdicts.classify(exc, learner.task).status):
             return ""
-        if learner.task in self.timed_out:  # its worker was stopped: the task's other checks go on if this is void
-            self.timed_out.discard(learner.task)
-            stopped = True
-        else:
-            stopped = False
+        stopped = learner.task in self.timed_out  # its later checks are skipped, unless this check is void
+        self.timed_out.discard(learner.task)
         fresh = fresh_inputs.rng_for(self.fresh_seed, item.nodeid) if learner.fresh is not None else None
         item.funcargs["learner"] = Learner(self.self_checker(), learner.task, fresh)
         try:
@@ -757,10 +754,6 @@ def learner(request: pytest.FixtureRequest) -> Learner:
 def reference(request: pytest.FixtureRequest) -> Reference:
     """Computes expected answers with the reference, on the trusted side."""
     return Reference(request.config.stash[GRADER])
-
-
-def classify_status(exc: BaseException, task_id: str) -> str:
-    return verdicts.classify(exc, task_id).status
 
 
 @pytest.hookimpl(wrapper=True)
