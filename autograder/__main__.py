@@ -31,6 +31,7 @@ from pathlib import Path
 from autograder.course import registry
 from autograder.course.regions import EXERCISES
 from autograder.grading import lastrun, options
+from autograder.grading.results import Status
 from autograder.grading.scorecard import grade_command, page_link
 
 
@@ -264,7 +265,7 @@ def _grade(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     print(scorecard.text(results))
-    return 0 if all(t.status == "passed" for t in results.tests) else 1
+    return 0 if all(t.status == Status.PASSED for t in results.tests) else 1
 
 
 def _watch(args: argparse.Namespace) -> int:

@@ -421,7 +421,7 @@ def test_nbgrader_scores_match_pytest_autograder(graded_course, lesson):
         if student == "loop":  # the looping code costs some of its own tasks' checks, and nothing else
             assert "timed out" in {r["status"] for r in by_test.values() if r["task"] in looping}
             assert {r["status"] for r in by_test.values() if r["task"] not in looping} <= {"passed"}
-            assert {r["status"] for r in by_test.values()} <= {"passed", "timed out"}
+            assert {r["status"] for r in by_test.values()} <= {"passed", "timed out", "skipped"}
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

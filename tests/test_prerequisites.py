@@ -19,7 +19,7 @@ import pytest
 
 from autograder.course import regions, registry
 from autograder.export import stubs
-from autograder.grading.plugin import prerequisite_owners, reference_for
+from autograder.grading.tasks import graded, reference_for
 from autograder.worker.loading import Implementation
 
 from .conftest import REPO, grade
@@ -65,7 +65,7 @@ def _setup(task_id: str, module: str, learner: str) -> dict:
         "task": task_id,
         "module": module,
         "owners": sorted(regions.owners_of(task_id)),
-        "prerequisite_owners": sorted(prerequisite_owners(task_id)),
+        "prerequisite_owners": list(graded(task_id).prerequisite_owners),
         "learner": {module: [learner, f"{module}.py"]},
         "reference": reference_for(task_id),
     }
@@ -76,13 +76,13 @@ def test_a_sibling_that_is_not_a_prerequisite_is_the_learners_own(monkeypatch):
     assert impl.derivatives.central_difference(None, 0) == "learner 1.2"
     assert impl.derivatives.partial_derivative(None, [0], 0) == "learner 1.3"
     monkeypatch.setitem(registry.NEEDS, "1.1", ("1.2",))  # declared: the reference's, under the learner's code
-    reference_for.cache_clear()
+    reference_for.cache_clear(), graded.cache_clear()
     try:
         impl = Implementation(_setup("1.1", "derivatives", LEARNER_DERIVATIVES))
         assert impl.derivatives.central_difference(lambda x: x * x, 3.0) == pytest.approx(6.0)
         assert impl.derivatives.partial_derivative(None, [0], 0) == "learner 1.3"
     finally:
-        reference_for.cache_clear()
+        reference_for.cache_clear(), graded.cache_clear()
 
 
 def test_a_value_method_of_a_task_that_is_not_a_prerequisite_is_the_learners_own():

@@ -1,4 +1,8 @@
-"""Gradescope: build the autograder bundle, and grade a submission the way Gradescope runs it.
+"""Gradescope: build the autograder bundle, grade a submission the way Gradescope runs it, and write its results.
+
+`results_json` turns a run's `Results` into Gradescope's results.json; as a
+pytest plugin (`autograder/conftest.py` loads it) this module writes it at the
+end of a run given `--results-json PATH` (a batch's per-submission file too).
 
 `python -m autograder gradescope --out autograder.zip` writes a zip with
 `setup.sh` (installs the course's grader), `run_autograder` (grades
@@ -12,10 +16,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 import zipfile
+from dataclasses import asdict
 from pathlib import Path
 
 from autograder.course.regions import REPO
 from autograder.export import submissions
+from autograder.grading import scorecard
+from autograder.grading.results import Results, Status
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image.
@@ -97,8 +104,6 @@ def grade_submission(root: Path) -> dict:
     The learner's code runs only in the runner's sandboxed workers, which are
     all gone before the results are written; whatever happens, a valid file is.
     """
-    from autograder.grading import scorecard
-
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
     graded, notes = submissions.grade_staged(root / "submission", root)
@@ -110,8 +115,63 @@ def grade_submission(root: Path) -> dict:
             "please tell your instructor.",
         }
     else:
-        results = scorecard.gradescope_results(graded)
+        results = results_json(graded)
     if notes:
         results["output"] = "\n".join(notes) + "\n\n" + results.get("output", "")
     scorecard.write_json(results_path, results)
     return results
+
+
+def results_json(results: Results) -> dict:
+    """Gradescope's results.json: one entry per task, numbered by task id; hidden checks show name and status only.
+
+    Bonus tasks are extra credit: each is a test worth `max_score: 0` whose
+    `score` is the bonus points earned, and the top-level `score` (which
+    Gradescope takes over the sum of the tests) adds them to the graded points,
+    so it can go above `max_score`, the full marks without bonus.
+    """
+    tasks, isolation = results.tasks, results.isolation
+    card = scorecard.text(results, hide_hidden=True)
+    tests = []
+    for t in tasks:
+        lines = scorecard.task_report(t)
+        tests.append(
+            {
+                "name": f"{t.task.id} {t.task.title}" + (" (bonus)" if t.task.bonus else ""),
+                "number": t.task.id,
+                "score": t.earned,
+                "max_score": 0 if t.task.bonus else t.points,
+                "status": "passed" if t.status == Status.PASSED else "failed",
+                "output": "\n".join(lines),
+                **({"tags": tags} if (tags := scorecard.task_tags(t)) else {}),
+            }
+        )
+    return {
+        "score": results.score + results.bonus,
+        "max_score": results.max_score,
+        "output": card,
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {
+            "status": {t.task.id: t.status for t in tasks},
+            "isolation": isolation,
+            "memory_limit": results.memory_limit,
+            "fresh_inputs": results.fresh_inputs,
+            "bonus": results.bonus,
+            "bonus_max": results.bonus_max,
+            "could_not_be_graded": results.void_points,  # points left out of score and max_score: see the tests' tags
+            "spawned_because": results.spawned_because,
+            "results": [
+                {**asdict(r), "message": "" if r.hidden and r.counted else r.message} for t in tasks for r in t.tests
+            ],
+        },
+    }
+
+
+def pytest_sessionfinish(session) -> None:
+    """`--results-json PATH`: Gradescope's results.json of the run, once the grader's hooks have settled it."""
+    from autograder.grading.plugin import GRADER, OPTIONS
+
+    path = session.config.stash[OPTIONS].results_json
+    if path and GRADER in session.config.stash:
+        scorecard.write_json(Path(path), results_json(session.config.stash[GRADER].results))

@@ -37,7 +37,7 @@ from autograder.course import registry
 from autograder.course.regions import REPO
 from autograder.grading.limits import ONE_THREAD
 from autograder.grading.options import GradeOptions, grader_command
-from autograder.grading.results import STATUSES, Results
+from autograder.grading.results import Results, Status
 from autograder.worker import sandbox
 
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log
@@ -63,7 +63,7 @@ class Outcome:
         note = self.note
         if self.results:
             statuses = [t.status for t in self.results.tasks]
-            counts = ", ".join(f"{statuses.count(s)} {s}" for s in STATUSES if statuses.count(s)) + " (tasks)"
+            counts = ", ".join(f"{statuses.count(s)} {s}" for s in Status if statuses.count(s)) + " (tasks)"
             note = f"{note}; {counts}" if note else counts
         status = self.status
         if self.results and self.results.void_points:  # counted neither as earned nor as lost

@@ -28,9 +28,7 @@ from functools import cache
 from autograder.course import registry
 from autograder.course.regions import waits_for
 from autograder.grading import verdicts
-from autograder.grading.results import Results, TaskResult, TestResult
-
-WRONG = ("failed", "error", "timed out")  # a check that ran and went wrong (a void check is no one's fault)
+from autograder.grading.results import Results, Status, TaskResult, TestResult
 
 
 @cache
@@ -85,14 +83,14 @@ def blame_by_dependency(results: Results, edition: bool) -> None:
     tasks = {t.task.id: t for t in results.tasks}
     for check in results.tests:  # a wait on a task that passed: the check's own task is to blame
         other = tasks.get(check.waits_for)
-        if check.status == "not started" and other is not None and other.status == "passed":
-            check.status, check.message = "error", verdicts.charged_here(check.message, check.waits_for)
+        if check.status == Status.NOT_STARTED and other is not None and other.status == Status.PASSED:
+            check.status, check.message = Status.ERROR, verdicts.charged_here(check.message, check.waits_for)
             check.waits_for = ""
     own: dict[str, TestResult] = {}  # task -> its first wrong check, for the tasks that fail on their own
     for group in dependency_order():
         members = sorted((tasks[t] for t in group if t in tasks), key=lambda t: (-_lost_share(t), t.task.id))
         for task in members:
-            wrong = [c for c in task.tests if c.status in WRONG]
+            wrong = [c for c in task.tests if c.status.went_wrong]  # a void check is no one's fault
             if not wrong:
                 continue
             blocker = min((u for u in runs_through(task.task.id, edition) if u in own), key=position, default=None)
@@ -103,7 +101,7 @@ def blame_by_dependency(results: Results, edition: bool) -> None:
                 _wait(check, blocker, own[blocker])
     for check in results.tests:  # the checks' own waits, pointed at the task that fails on its own
         root = _root(check.waits_for, tasks, own)
-        if check.status == "not started" and root != check.waits_for:
+        if check.status == Status.NOT_STARTED and root != check.waits_for:
             check.message = f"waits for task {root} ({registry.task(root).title}), which task {check.waits_for} " + (
                 f"waits for: {_first_line(own[root].message)}" if root in own else "waits for"
             )
@@ -111,7 +109,7 @@ def blame_by_dependency(results: Results, edition: bool) -> None:
 
 
 def _wait(check: TestResult, blocker: str, failure: TestResult) -> None:
-    check.status, check.waits_for = "not started", blocker
+    check.status, check.waits_for = Status.NOT_STARTED, blocker
     check.message = f"waits for task {blocker} ({registry.task(blocker).title}), which fails: " + _first_line(
         failure.message
     )
@@ -127,7 +125,7 @@ def _root(task_id: str, tasks: dict[str, TaskResult], own: dict[str, TestResult]
 
 
 def _lost_share(task: TaskResult) -> float:
-    lost = sum(c.points for c in task.tests if c.status in WRONG)
+    lost = sum(c.points for c in task.tests if c.status.went_wrong)
     return lost / task.points if task.points else 0.0
 
 

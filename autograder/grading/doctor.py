@@ -26,6 +26,7 @@ from typing import NamedTuple, TextIO
 from autograder.course.regions import EXERCISES, has_sources
 from autograder.grading import isolation, pool
 from autograder.grading.limits import CHECK_TIMEOUT, MEMORY_LIMIT_MB
+from autograder.grading.results import Status
 from autograder.worker import wire
 from autograder.worker.wire import LEVELS
 
@@ -129,7 +130,7 @@ def real_checks() -> Finding:
         )
     kinds = ", ".join(REAL_CHECKS.values())
     spawned = f"; workers spawned: {results.spawned_because}" if results.spawned_because else ""
-    wrong = [t for t in results.tests if t.status != "passed"]
+    wrong = [t for t in results.tests if t.status != Status.PASSED]
     if not wrong:
         seconds = time.monotonic() - started
         return Finding("ok", f"the reference passes real checks ({kinds}) in {seconds:.1f} s{spawned}")

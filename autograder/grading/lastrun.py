@@ -20,7 +20,7 @@ from pathlib import Path
 from autograder.course import registry
 from autograder.grading import caches
 from autograder.grading.limits import MAX_SOURCE
-from autograder.grading.results import STATUSES, Results, TestResult
+from autograder.grading.results import Results, Status, TestResult, current
 from autograder.grading.scorecard import hint_of, shows_failure
 from autograder.grading.verdicts import MAX_MESSAGE, shown
 
@@ -75,7 +75,7 @@ def _check(record: object, task_id: str) -> TestResult | None:
     fields = {"nodeid": str, "description": str, "hint": str, "status": str, "message": str}
     if not all(isinstance(record.get(name), kind) for name, kind in fields.items()):
         return None
-    if record["status"] not in STATUSES or record["status"] == "in progress":  # a task's status, never a check's
+    if record["status"] not in set(Status) - {Status.IN_PROGRESS}:  # "in progress" is a task's status, never a check's
         return None
     points, hidden = record.get("points"), record.get("hidden", False)
     if not isinstance(points, int) or isinstance(points, bool) or not isinstance(hidden, bool):
@@ -87,7 +87,7 @@ def _check(record: object, task_id: str) -> TestResult | None:
         points,
         shown(record["hint"], MAX_MESSAGE, lines=False),
         hidden=hidden,
-        status=record["status"],
+        status=current(record)["status"],
         message=shown(record["message"]),
     )
 

@@ -10,24 +10,50 @@ results to a batch or a notebook.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 from autograder.course import registry
 
-# Worst last: a task shows the most serious status among its tests. "in progress" is a task's only, never a
-# check's: some of its checks passed and the others did not run yet (they wait for another task, or hit a stub).
-# VOID: the check failed, and the reference fails it too on this machine: it counts neither as earned nor as lost.
-VOID = "could not be graded"
-STATUSES = ("passed", VOID, "in progress", "not started", "failed", "error", "timed out")
-SYMBOL = {
-    "passed": "✓",
-    VOID: "?",
-    "in progress": "◐",
-    "not started": "·",
-    "failed": "✗",
-    "error": "!",
-    "timed out": "⏱",
+
+class Status(StrEnum):
+    """A check's status (and a task's: its worst check's, or `IN_PROGRESS`), worst last; written as its value."""
+
+    PASSED = "passed"
+    VOID = "could not be graded"  # failed, and the reference fails it too on this machine: no one's points
+    IN_PROGRESS = "in progress"  # a task's only: some checks passed, the others did not run yet
+    NOT_STARTED = "not started"  # a stub, or a check that waits for another task
+    SKIPPED = "skipped"  # not run: an earlier check of its task timed out (it costs its points like that one)
+    FAILED = "failed"
+    ERROR = "error"
+    TIMED_OUT = "timed out"
+
+    @property
+    def symbol(self) -> str:
+        return SYMBOLS[self]
+
+    @property
+    def letter(self) -> str:
+        """pytest's progress letter."""
+        return LETTERS[self]
+
+    @property
+    def went_wrong(self) -> bool:
+        """The check ran (or a check of its task ran before it) and did not pass: it is the learner's to fix."""
+        return self in (Status.FAILED, Status.ERROR, Status.TIMED_OUT, Status.SKIPPED)
+
+
+SYMBOLS = {
+    Status.PASSED: "✓",
+    Status.VOID: "?",
+    Status.IN_PROGRESS: "◐",
+    Status.NOT_STARTED: "·",
+    Status.SKIPPED: "⏱",  # like the timeout that caused it
+    Status.FAILED: "✗",
+    Status.ERROR: "!",
+    Status.TIMED_OUT: "⏱",
 }
-SKIPPED = "skipped: an earlier check of this task timed out"  # a check not run after a timeout
+LETTERS = {**{s: s.name[0] for s in Status}, Status.PASSED: ".", Status.VOID: "?", Status.SKIPPED: "s"}
+SKIPPED = "skipped: an earlier check of this task timed out"  # the message of a check `Status.SKIPPED`
 
 
 @dataclass
@@ -38,25 +64,28 @@ class TestResult:
     points: int
     hint: str
     hidden: bool = False
-    status: str = "not started"  # until it has run and passed
+    status: Status = Status.NOT_STARTED  # until it has run and passed
     message: str = "did not run"
     settled: bool = False  # an outcome has been recorded (the first failing phase wins)
     seconds: float = 0.0
     waits_for: str = ""  # the other task this check could not get past ("" when it ran on its own)
 
+    def __post_init__(self):
+        self.status = Status(self.status)
+
     @property
     def earned(self) -> int:
-        return self.points if self.status == "passed" else 0
+        return self.points if self.status == Status.PASSED else 0
 
     @property
     def counted(self) -> bool:
-        """Part of the score: every check but one that could not be graded here (`VOID`)."""
-        return self.status != VOID
+        """Part of the score: every check but one that could not be graded here (`Status.VOID`)."""
+        return self.status != Status.VOID
 
     @property
     def skipped(self) -> bool:
         """Not run because an earlier check of its task timed out (it costs its points like the one that did)."""
-        return self.status == "timed out" and self.message == SKIPPED
+        return self.status == Status.SKIPPED
 
 
 @dataclass
@@ -78,55 +107,18 @@ class TaskResult:
         return sum(t.earned for t in self.tests)
 
     @property
-    def status(self) -> str:
-        worst = max((t.status for t in self.tests), key=STATUSES.index, default="not started")
-        if worst == "not started" and any(t.status == "passed" for t in self.tests):
-            return "in progress"  # partly passed: never "not started"
+    def status(self) -> Status:
+        worst = max((t.status for t in self.tests), key=list(Status).index, default=Status.NOT_STARTED)
+        if worst == Status.NOT_STARTED and any(t.status == Status.PASSED for t in self.tests):
+            return Status.IN_PROGRESS  # partly passed: never "not started"
         return worst
 
     @property
     def waits_for(self) -> str:
         """The other task a task that has nothing wrong of its own waits for, if a check said so."""
-        if self.status not in ("not started", "in progress"):
+        if self.status not in (Status.NOT_STARTED, Status.IN_PROGRESS):
             return ""
-        return next((t.waits_for for t in self.tests if t.waits_for and t.status == "not started"), "")
-
-    def not_run(self) -> list[str]:
-        """Why each check that did not run did not, one line per reason: "3 checks wait for task 5.1 (Value.tanh)".
-
-        A task none of whose checks ran for one reason gets that reason alone ("waits for task 2.3 (...)"), and a
-        task that is simply not started (every check hit its own stub) gets no line: its status says it all.
-        """
-        reasons: dict[str, int] = {}
-        for t in self.tests:
-            if t.status == "not started" and t.waits_for:
-                why = f"task {t.waits_for} ({registry.task(t.waits_for).title})"
-            elif t.status == "not started":
-                why = "not started"
-            elif t.skipped:
-                why = "skipped"
-            elif not t.counted:
-                why = VOID
-            else:
-                continue
-            reasons[why] = reasons.get(why, 0) + 1
-        if self.status == "not started" and set(reasons) == {"not started"}:
-            return []
-        lines = []
-        for why, n in reasons.items():
-            checks = f"{n} check{'s' * (n != 1)}"
-            if why == "not started":
-                lines.append(f"{checks} not started: the stub still raises NotImplementedError")
-            elif why == "skipped":
-                lines.append(f"{checks} skipped: an earlier check of this task timed out")
-            elif why == VOID:
-                points = f"{self.void_points} pt not counted"
-                lines.append(f"{checks} could not be graded here ({points}): see `python -m autograder doctor`")
-            elif n == len(self.tests):
-                lines.append(f"waits for {why}")
-            else:
-                lines.append(f"{checks} wait{'s' * (n == 1)} for {why}")
-        return lines
+        return next((t.waits_for for t in self.tests if t.waits_for and t.status == Status.NOT_STARTED), "")
 
 
 def group(results: list[TestResult], task_ids: list[str]) -> list[TaskResult]:
@@ -186,5 +178,12 @@ class Results:
 
     @classmethod
     def from_json(cls, data: dict) -> Results:
-        tests = [TestResult(**t) for t in data.get("tests", [])]
+        tests = [TestResult(**current(t)) for t in data.get("tests", [])]
         return cls(**{**data, "tests": tests})
+
+
+def current(test: dict) -> dict:
+    """A check's record as this version writes it: before `Status.SKIPPED`, a skipped check was "timed out"."""
+    if test.get("status") == Status.TIMED_OUT and test.get("message") == SKIPPED:
+        return {**test, "status": Status.SKIPPED}
+    return test

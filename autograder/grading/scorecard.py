@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 from autograder.course import registry
 from autograder.grading import caches
-from autograder.grading.results import SYMBOL, VOID, Results, TaskResult, TestResult
+from autograder.grading.results import Results, Status, TaskResult, TestResult
 from autograder.kit.checks import HINT
 from autograder.worker.wire import Level
 
@@ -67,7 +66,7 @@ def scorecard(
     """The text printed at the end of a grading run."""
     width = 72
     out = [f" Scorecard: {graded} ".center(width, "=")]
-    if any(t.task.runs_whole and t.status == "passed" for t in tasks):
+    if any(t.task.runs_whole and t.status == Status.PASSED for t in tasks):
         out.append("★ Your engine, whole, reproduces 24.7041 / 138.8338 / 645.5773, matches PyTorch and trains.")
     for lesson in registry.LESSONS:
         mine = [t for t in tasks if t.task.lesson == lesson.number]
@@ -77,10 +76,8 @@ def scorecard(
         title = f"{lesson.title} (bonus)" if lesson.bonus else lesson.title
         out.append(f"Lesson {lesson.number:>2} · {title:<52}{earned:>4}/{points:<3}")
         for t in mine:
-            out.append(
-                f"  {SYMBOL[t.status]} {t.task.id:<5}{t.task.title:<40}{t.status:>12}{t.earned:>5}/{t.points:<3}"
-            )
-            out.extend(f"         {line}" for line in t.not_run())  # every check that did not run says why
+            out.append(f"  {t.status.symbol} {t.task.id:<5}{t.task.title:<40}{t.status:>12}{t.earned:>5}/{t.points:<3}")
+            out.extend(f"         {line}" for line in not_run(t))  # every check that did not run says why
     graded_tasks = [t for t in tasks if not t.task.bonus]
     bonus_tasks = [t for t in tasks if t.task.bonus]  # scored apart: never part of Total or of full marks
     out.append("-" * width)
@@ -99,62 +96,113 @@ def scorecard(
             out.append("This is feedback: at this level your code could change files of the grader's, so the")
             out.append("grade that counts comes from a sandboxed run (Gradescope, or a batch run as root).")
     out.append("")
-    # a bonus task comes next only once every graded task passes; a task this machine cannot grade never comes next
-    todo = next((t for t in graded_tasks if t.status not in ("passed", VOID)), None) or next(
-        (t for t in bonus_tasks if t.status not in ("passed", VOID)), None
-    )
-    if not tasks:
-        out.append("Nothing was graded: no check ran (see the errors above).")
-    elif todo is not None and todo.task.bonus and graded_tasks:
-        out.append("Every graded task passes. Well done! The bonus tasks are there to go further.")
-    elif todo is None and any(t.void_points for t in tasks):
-        out.append("Every check that could be graded here passes.")
-    elif todo is None and not_graded_here(tasks):
-        ids = ", ".join(t.task.id for t in tasks)
-        out.append(f"Every task graded here passes ({ids}); the rest of the lesson was not graded in this run.")
-    elif todo is None:
-        out.append(
-            "Every bonus task passes. Well done!"
-            if bonus_tasks and not graded_tasks
-            else "Every graded task passes. Well done!"
-        )
-    if todo is None and not_graded_here(tasks):
-        left = not_graded_here(tasks)[0]
-        out.append(f"Next: task {left.id} · {left.title} (not graded in this run)")
-        out.append(f"      read {page_link(left.id)}, then run: {grade_command(left.id, impl_option)}")
-    elif todo is None and tasks:
-        after = next_lesson(tasks)
-        if after:
-            out.append(f"Next: lesson {after.number} · {after.title}")
-            out.append(f"      read {after.page}, then run: pytest autograder --lesson {after.number}{impl_option}")
-    elif todo is not None:
-        target, why = todo.task, todo.status
-        if todo.waits_for:  # the task it is blocked by comes first
-            target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
-        kind = "bonus task" if target.bonus else "task"
-        out.append(f"Next: {kind} {target.id} · {target.title} ({why})")
-        out.append(f"      read {page_link(target.id)}, then run: {grade_command(target.id, impl_option)}")
-        hint = check_hint(todo, hide_hidden) if target is todo.task else ""
-        if hint:  # one check fails: its own hint first, the task's general ones after
-            out.append(f"      hint: {hint}")
-            out.append(f"      stuck? python -m autograder hint {target.id} (the task's hints, a level at a time)")
-        else:
-            out.append(f"      stuck? python -m autograder hint {target.id}")
+    out.extend(next_step(tasks, impl_option, hide_hidden))
     failures = [r for t in tasks for r in t.tests if shows_failure(r, hide_hidden)]
     if failures:
         tasks_by_id = {t.task.id: t for t in tasks}
         out.append("")
         out.append("What went wrong".center(width, "-"))
         for r in failures[:max_failures]:
-            out.append(f"{SYMBOL[r.status]} task {r.task} · {r.description} ({r.status}, {r.points} pt)")
+            out.append(f"{r.status.symbol} task {r.task} · {r.description} ({r.status}, {r.points} pt)")
             out.extend("    " + line for line in failure(r))
-            skipped = [s for s in tasks_by_id[r.task].tests if s.skipped] if r.status == "timed out" else []
+            skipped = [s for s in tasks_by_id[r.task].tests if s.skipped] if r.status == Status.TIMED_OUT else []
             if skipped:  # one line for every check the timeout skipped, not one entry each
                 points = sum(s.points for s in skipped)
                 out.append(f"    then:     {len(skipped)} later checks of task {r.task} skipped ({points} pt)")
         if len(failures) > max_failures:
             out.append(f"… and {len(failures) - max_failures} more; grade one task at a time with --task.")
     return "\n".join(line.rstrip() for line in out)
+
+
+def next_step(
+    tasks: list[TaskResult], impl_option: str = "", hide_hidden: bool = False, lesson_command: str | None = None
+) -> list[str]:
+    """Where the run leaves the learner, and the one thing to do next: the scorecard's, watch mode's, a platform's.
+
+    The next task is the first graded one that is not done (a bonus task only once every graded task passes), or
+    the task it waits for; never one that passes nor one this machine could not grade. Watch mode grades on every
+    save, so it names no command to grade a task, and `lesson_command` is its own for the next lesson.
+    """
+    watching = lesson_command is not None
+    lesson_command = lesson_command or "pytest autograder --lesson {number}{impl}"
+    graded_tasks = [t for t in tasks if not t.task.bonus]
+    bonus_tasks = [t for t in tasks if t.task.bonus]  # scored apart: never part of Total or of full marks
+    todo = next((t for t in graded_tasks if t.status not in (Status.PASSED, Status.VOID)), None) or next(
+        (t for t in bonus_tasks if t.status not in (Status.PASSED, Status.VOID)), None
+    )
+    left = not_graded_here(tasks)
+    out = []
+    if not tasks:
+        out.append("Nothing was graded: no check ran (see the errors above).")
+    elif todo is not None and todo.task.bonus and graded_tasks:
+        out.append("Every graded task passes. Well done! The bonus tasks are there to go further.")
+    elif todo is None and any(t.void_points for t in tasks):
+        out.append("Every check that could be graded here passes.")
+    elif todo is None and left:
+        ids = ", ".join(t.task.id for t in tasks)
+        out.append(f"Every task graded here passes ({ids}); the rest of the lesson was not graded in this run.")
+    elif todo is None:
+        only_bonus = bonus_tasks and not graded_tasks
+        out.append("Every bonus task passes. Well done!" if only_bonus else "Every graded task passes. Well done!")
+    then_run = "" if watching else ", then run: {}"
+    if todo is None and left:
+        out.append(f"Next: task {left[0].id} · {left[0].title} (not graded in this run)")
+        out.append(f"      read {page_link(left[0].id)}" + then_run.format(grade_command(left[0].id, impl_option)))
+    elif todo is None and tasks:
+        after = next_lesson(tasks)
+        if after:
+            out.append(f"Next: lesson {after.number} · {after.title}")
+            command = lesson_command.format(number=after.number, impl=impl_option)
+            out.append(f"      read {after.page}, then run: {command}")
+    elif todo is not None:
+        target, why = todo.task, todo.status
+        if todo.waits_for:  # the task it is blocked by comes first
+            target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
+        out.append(f"Next: {'bonus task' if target.bonus else 'task'} {target.id} · {target.title} ({why})")
+        out.append(f"      read {page_link(target.id)}" + then_run.format(grade_command(target.id, impl_option)))
+        hint = check_hint(todo, hide_hidden) if target is todo.task else ""
+        if hint:  # one check fails: its own hint first, the task's general ones after
+            out.append(f"      hint: {hint}")
+        stuck = f"      stuck? python -m autograder hint {target.id}"
+        if watching:
+            out.append(f"{stuck}   alone: {grade_command(target.id, impl_option)}")
+        else:
+            out.append(f"{stuck} (the task's hints, a level at a time)" if hint else stuck)
+    return out
+
+
+def not_run(task: TaskResult) -> list[str]:
+    """Why each check of a task that did not run did not, one line per reason: "3 checks wait for task 5.1 (...)".
+
+    A task none of whose checks ran for one reason gets that reason alone ("waits for task 2.3 (...)"), and a
+    task that is simply not started (every check hit its own stub) gets no line: its status says it all.
+    """
+    reasons: dict[str, int] = {}
+    for t in task.tests:
+        if t.status == Status.NOT_STARTED and t.waits_for:
+            why = f"task {t.waits_for} ({registry.task(t.waits_for).title})"
+        elif t.status in (Status.NOT_STARTED, Status.SKIPPED, Status.VOID):
+            why = t.status
+        else:
+            continue
+        reasons[why] = reasons.get(why, 0) + 1
+    if task.status == Status.NOT_STARTED and set(reasons) == {Status.NOT_STARTED}:
+        return []
+    lines = []
+    for why, n in reasons.items():
+        checks = f"{n} check{'s' * (n != 1)}"
+        if why == Status.NOT_STARTED:
+            lines.append(f"{checks} not started: the stub still raises NotImplementedError")
+        elif why == Status.SKIPPED:
+            lines.append(f"{checks} skipped: an earlier check of this task timed out")
+        elif why == Status.VOID:
+            points = f"{task.void_points} pt not counted"
+            lines.append(f"{checks} could not be graded here ({points}): see `python -m autograder doctor`")
+        elif n == len(task.tests):
+            lines.append(f"waits for {why}")
+        else:
+            lines.append(f"{checks} wait{'s' * (n == 1)} for {why}")
+    return lines
 
 
 def machine_lines(tasks: list[TaskResult], self_checked: bool, spawned_because: str) -> list[str]:
@@ -164,7 +212,7 @@ def machine_lines(tasks: list[TaskResult], self_checked: bool, spawned_because: 
     if void:
         out.append(f"{void} points could not be graded here: the reference solution fails those checks on this")
         out.append("machine too, so they count neither as earned nor as lost. See: python -m autograder doctor")
-    if not self_checked and any(t.status in ("failed", "error", "timed out") for t in tasks):
+    if not self_checked and any(t.status.went_wrong for t in tasks):
         out.append("This edition has no reference solution to check the machine with: a red line may be the")
         out.append("machine's. If a check fails that you believe is right, see: python -m autograder doctor")
     if spawned_because:
@@ -180,9 +228,19 @@ def failure(r: TestResult) -> list[str]:
     return [*message_lines(r), f"hint:     {hint_of(r)}", f"page:     {page_link(r.task)}"]
 
 
+def check_lines(r: TestResult) -> list[str]:
+    """One check alone, as a notebook's check cell shows it: its heading, and for one that did not pass, why."""
+    points = f"{r.points} point{'s' * (r.points != 1)}"
+    head = f"{r.status.symbol} task {r.task} · {registry.task(r.task).title}: {r.description}"
+    if r.status == Status.PASSED:
+        return [f"{head} ({points})"]
+    score = "not counted" if not r.counted else f"0 of {points}"
+    return [f"{head}: {r.status} ({score})", *("    " + line for line in failure(r))]
+
+
 def shows_failure(r: TestResult, hide_hidden: bool = False) -> bool:
     """A check listed under "What went wrong": it ran and did not pass (a check a timeout skipped is counted apart)."""
-    return r.status not in ("passed", "not started") and not r.skipped and not (hide_hidden and r.hidden)
+    return r.status not in (Status.PASSED, Status.NOT_STARTED, Status.SKIPPED) and not (hide_hidden and r.hidden)
 
 
 def check_hint(task: TaskResult, hide_hidden: bool = False) -> str:
@@ -208,71 +266,25 @@ def text(results: Results, hide_hidden: bool = False) -> str:
     )
 
 
-def gradescope_results(results: Results) -> dict:
-    """Gradescope's results.json: one entry per task, numbered by task id; hidden checks show name and status only.
-
-    Bonus tasks are extra credit: each is a test worth `max_score: 0` whose
-    `score` is the bonus points earned, and the top-level `score` (which
-    Gradescope takes over the sum of the tests) adds them to the graded points,
-    so it can go above `max_score`, the full marks without bonus.
-    """
-    tasks, isolation = results.tasks, results.isolation
-    card = text(results, hide_hidden=True)
-    tests = []
-    for t in tasks:
-        lines = task_report(t)
-        tests.append(
-            {
-                "name": f"{t.task.id} {t.task.title}" + (" (bonus)" if t.task.bonus else ""),
-                "number": t.task.id,
-                "score": t.earned,
-                "max_score": 0 if t.task.bonus else t.points,
-                "status": "passed" if t.status == "passed" else "failed",
-                "output": "\n".join(lines),
-                **({"tags": tags} if (tags := task_tags(t)) else {}),
-            }
-        )
-    return {
-        "score": results.score + results.bonus,
-        "max_score": results.max_score,
-        "output": card,
-        "stdout_visibility": "hidden",
-        "tests": tests,
-        "extra_data": {
-            "status": {t.task.id: t.status for t in tasks},
-            "isolation": isolation,
-            "memory_limit": results.memory_limit,
-            "fresh_inputs": results.fresh_inputs,
-            "bonus": results.bonus,
-            "bonus_max": results.bonus_max,
-            "could_not_be_graded": results.void_points,  # points left out of score and max_score: see the tests' tags
-            "spawned_because": results.spawned_because,
-            "results": [
-                {**asdict(r), "message": "" if r.hidden and r.counted else r.message} for t in tasks for r in t.tests
-            ],
-        },
-    }
-
-
 def task_report(t: TaskResult) -> list[str]:
     """A task's part of a platform's results (Gradescope, PrairieLearn): its points, why checks did not run, each
     check's status, and for each that went wrong its message and hint (a hidden check: its name and status only)."""
     lines = [f"{t.status}: {t.earned}/{t.points} points" + (" (bonus, extra credit)" if t.task.bonus else "")]
-    lines.extend(t.not_run())  # why the checks that did not run did not
+    lines.extend(not_run(t))  # why the checks that did not run did not
     for r in t.tests:
         if r.skipped:  # counted once, in the line above
             continue
-        lines.append(f"{SYMBOL[r.status]} {r.description} ({r.status})")
-        if r.status != "passed" and (not r.hidden or not r.counted):
+        lines.append(f"{r.status.symbol} {r.description} ({r.status})")
+        if r.status != Status.PASSED and (not r.hidden or not r.counted):
             lines.extend("    " + line for line in message_lines(r))
-            if r.status not in ("not started", VOID):
+            if r.status not in (Status.NOT_STARTED, Status.VOID):
                 lines.append(f"    hint: {hint_of(r)} ({page_link(r.task)})")
     return lines
 
 
 def task_tags(t: TaskResult) -> list[str]:
     """Gradescope tags of a task's test: bonus, and checks this machine could not grade (for the instructor)."""
-    return ["bonus"] * t.task.bonus + [VOID] * (t.void_points > 0)
+    return ["bonus"] * t.task.bonus + [Status.VOID.value] * (t.void_points > 0)
 
 
 VALUES = ("inputs:", "expected:", "got:", "printed:", "drawing:")  # the lines of a failure that hold values
@@ -290,7 +302,7 @@ def explaining(r: TestResult, max_lines: int = 8) -> list[str]:
         lines.append(line)
     if len(message) > max_lines:
         lines.append("…")
-    if r.status != "not started":
+    if r.status != Status.NOT_STARTED and r.counted:  # a check the machine could not grade has no hint to give
         lines.append(f"hint:     {hint_of(r)}")
     return lines
 
@@ -307,51 +319,24 @@ def progress(
     results: Results,
     bar_width: int = 40,
     max_failures: int = 8,
-    lesson_command: str = "pytest autograder --lesson {number}{impl}",
+    lesson_command: str = "python -m autograder watch --lesson {number}{impl}",
 ) -> str:
     """Watch mode's short report: tasks and lessons done with a bar, the next task, and what failed."""
     tasks = results.tasks
     graded, bonus = [t for t in tasks if not t.task.bonus], [t for t in tasks if t.task.bonus]
-    done = sum(t.status == "passed" for t in graded)
+    done = sum(t.status == Status.PASSED for t in graded)
     lessons = sorted({t.task.lesson for t in graded})
-    lessons_done = sum(all(t.status == "passed" for t in graded if t.task.lesson == n) for n in lessons)
+    lessons_done = sum(all(t.status == Status.PASSED for t in graded if t.task.lesson == n) for n in lessons)
     filled = round(bar_width * done / len(graded)) if graded else 0
     line = (
         f"Progress [{'#' * filled}{'-' * (bar_width - filled)}] {done}/{len(graded)} graded tasks · "
         f"{lessons_done}/{len(lessons)} lessons · {results.score}/{results.max_score} points"
     )
     if bonus:
-        line += f" · bonus, counted apart: {sum(t.status == 'passed' for t in bonus)}/{len(bonus)} tasks"
+        line += f" · bonus, counted apart: {sum(t.status == Status.PASSED for t in bonus)}/{len(bonus)} tasks"
     out = [line]
-    todo = next((t for t in graded if t.status != "passed"), None) or next(
-        (t for t in bonus if t.status != "passed"), None
-    )
-    if todo is None and not_graded_here(tasks):
-        left = not_graded_here(tasks)[0]
-        out.append("Every task graded here passes; the rest of the lesson was not graded in this run.")
-        out.append(f"Next: task {left.id} · {left.title} (not graded in this run)")
-        out.append(f"      read {page_link(left.id)}")
-    elif todo is None:
-        out.append("Every task here passes. Well done!")
-        after = next_lesson(tasks)
-        if after:
-            command = lesson_command.format(number=after.number, impl=results.impl_option)
-            out.append(f"Next: lesson {after.number} · {after.title}")
-            out.append(f"      read {after.page}, then run: {command}")
-    elif todo is not None:
-        target, why = todo.task, todo.status
-        if todo.waits_for:  # the task it is blocked by comes first
-            target, why = registry.task(todo.waits_for), f"task {todo.task.id} waits for it"
-        out.append(f"Next: {'bonus task' if target.bonus else 'task'} {target.id} · {target.title} ({why})")
-        out.append(f"      read {page_link(target.id)}")
-        hint = check_hint(todo) if target is todo.task else ""
-        if hint:  # one check fails: its own hint first, as on the scorecard
-            out.append(f"      hint: {hint}")
-        out.append(
-            f"      stuck? python -m autograder hint {target.id}   "
-            f"alone: {grade_command(target.id, results.impl_option)}"
-        )
-    failures = [r for t in tasks for r in t.tests if r.status not in ("passed", "not started")]
+    out.extend(next_step(tasks, results.impl_option, lesson_command=lesson_command))
+    failures = [r for t in tasks for r in t.tests if r.status not in (Status.PASSED, Status.NOT_STARTED)]
     if failures:
         out.append(f"What failed ({len(failures)}):")
         same: dict[str, list] = {}  # one entry per message: a file that does not load fails every check alike
@@ -360,10 +345,10 @@ def progress(
         for group in list(same.values())[:max_failures]:
             r = group[0]
             if len(group) == 1:
-                out.append(f"  {SYMBOL[r.status]} {r.task} · {r.description} ({r.status})")
+                out.append(f"  {r.status.symbol} {r.task} · {r.description} ({r.status})")
             else:
                 ids = ", ".join(sorted({g.task for g in group}, key=registry.sort_key))
-                out.append(f"  {SYMBOL[r.status]} {len(group)} checks of task {ids} ({r.status})")
+                out.append(f"  {r.status.symbol} {len(group)} checks of task {ids} ({r.status})")
             out.extend("      " + text for text in explaining(r))
         if len(same) > max_failures:
             out.append(f"  … and {sum(len(g) for g in list(same.values())[max_failures:])} more")

@@ -23,7 +23,8 @@ import pytest
 
 from autograder.course import registry
 from autograder.grading import scorecard
-from autograder.grading.plugin import GRADER, LESSONS
+from autograder.grading.plugin import GRADER
+from autograder.grading.tasks import LESSONS
 
 GROUP = re.compile(r"task (\d+\.\d+) ")  # how a task's node begins (`label`)
 

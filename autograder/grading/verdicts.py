@@ -18,7 +18,7 @@ from typing import NamedTuple
 from autograder.course import registry
 from autograder.course.regions import tasks_of_scope
 from autograder.grading.pool import Lost
-from autograder.grading.results import SKIPPED
+from autograder.grading.results import SKIPPED, Status
 from autograder.kit.checks import CheckFailed, WaitsFor
 from autograder.worker.wire import ErrorKind, Problem
 
@@ -79,13 +79,13 @@ class LearnerError(Exception):
 class Verdict(NamedTuple):
     """A check's status, the message the learner reads, and the task it waits for (if it waits)."""
 
-    status: str
+    status: Status
     message: str
     waits_for: str = ""
 
 
 def _waits(other: str, why: str) -> Verdict:
-    return Verdict("not started", f"waits for task {other} ({registry.task(other).title}){why}", other)
+    return Verdict(Status.NOT_STARTED, f"waits for task {other} ({registry.task(other).title}){why}", other)
 
 
 RUNS_THROUGH = ": this check runs through its code, which raised "
@@ -114,13 +114,13 @@ def _classify(exc: BaseException, task_id: str) -> Verdict:
     if isinstance(exc, WaitsFor) and exc.task != task_id:
         return _waits(exc.task, f": {exc.reason}")
     if isinstance(exc, CheckFailed):
-        return Verdict("failed", exc.explain())
+        return Verdict(Status.FAILED, exc.explain())
     if isinstance(exc, LearnerError):
         return _learner_status(exc.fault, exc.info, exc.output, task_id)
     if isinstance(exc, AssertionError):
-        return Verdict("failed", str(exc).split("\nassert ")[0] or "a check did not hold")
+        return Verdict(Status.FAILED, str(exc).split("\nassert ")[0] or "a check did not hold")
     text = str(exc)
-    return Verdict("error", f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it")
+    return Verdict(Status.ERROR, f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it")
 
 
 def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verdict:
@@ -132,48 +132,48 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
     printed = shown(output if isinstance(output, str) else "", 500).strip().replace("\n", "\n          ")
     printed = f"\nprinted:  {printed}" if printed else ""
     if fault is Fault.SKIPPED:
-        return Verdict("timed out", SKIPPED)
+        return Verdict(Status.SKIPPED, SKIPPED)
     if fault is Fault.WAITS:
         return _waits(info["task"], f"{info.get('more', '')}: this check runs your whole engine once they all pass")
     if fault is Fault.TIMED_OUT and info.get("backstop"):  # no CPU-time verdict: the reference answers in time
         detail = shown(info.get("detail", ""), 300, lines=False)
-        return Verdict("timed out", f"stopped: {detail}. Is it waiting for something that never comes?{at}")
+        return Verdict(Status.TIMED_OUT, f"stopped: {detail}. Is it waiting for something that never comes?{at}")
     if fault is Fault.TIMED_OUT:
         doing = f" while importing {info['file']}" if info.get("file") else ""
-        return Verdict("timed out", f"stopped after the time limit{doing}: is there an endless loop?{at}")
+        return Verdict(Status.TIMED_OUT, f"stopped after the time limit{doing}: is there an endless loop?{at}")
     if fault is Fault.DIED:
-        return Verdict("error", f"the check's process ended without an answer ({ENDINGS}){at}")
+        return Verdict(Status.ERROR, f"the check's process ended without an answer ({ENDINGS}){at}")
     if fault is Fault.GARBLED:
         detail = shown(info.get("detail", ""), 300, lines=False)
-        return Verdict("error", f"the check's process sent something that is not an answer ({detail}){at}")
+        return Verdict(Status.ERROR, f"the check's process sent something that is not an answer ({detail}){at}")
     if fault is Fault.BAD_FILE:
-        return Verdict("error", message)
+        return Verdict(Status.ERROR, message)
     if kind == "NotImplementedError":
         other = info.get("stub_task")
         if other and other != task_id and other in registry.TASKS:
             later = registry.task(other).lesson > registry.task(task_id).lesson
             if later and other not in registry.prerequisites(task_id):  # a stub of the reference's, not the learner's
                 return Verdict(
-                    "error",
+                    Status.ERROR,
                     f"your code calls task {other}'s code ({registry.task(other).title}), from a later lesson: "
                     f"task {task_id} must do without it{at}",
                 )
             return _waits(other, ", which this check runs through")
-        return Verdict("not started", "the stub still raises NotImplementedError")
+        return Verdict(Status.NOT_STARTED, "the stub still raises NotImplementedError")
     if info.get("load"):
         if info.get("kind") == ErrorKind.CANNOT_MAKE:
-            return Verdict("error", _code_problem(info.get("problem", ""), where, message))
+            return Verdict(Status.ERROR, _code_problem(info.get("problem", ""), where, message))
         if kind == "SyntaxError":
-            return Verdict("error", f"{where}: SyntaxError: {message} (every task in this file needs it to load)")
-        return Verdict("error", f"importing your file raised {kind}: {message}{at}")
+            return Verdict(Status.ERROR, f"{where}: SyntaxError: {message} (every task in this file needs it to load)")
+        return Verdict(Status.ERROR, f"importing your file raised {kind}: {message}{at}")
     other = _other_task_that_raised(info, task_id)
     if other:
         text = message if len(message) <= 200 else message[:200] + "…"
         return _waits(other, f"{RUNS_THROUGH}{kind}: {text}{at}")
     if kind == "RecursionError":
-        return Verdict("error", f"RecursionError: the code recursed too deep{_recursing(info)}{at}")
+        return Verdict(Status.ERROR, f"RecursionError: the code recursed too deep{_recursing(info)}{at}")
     text = message if len(message) <= 300 else message[:300] + "…"
-    return Verdict("error", f"your code raised {kind}: {text}{at}{printed}")
+    return Verdict(Status.ERROR, f"your code raised {kind}: {text}{at}{printed}")
 
 
 ENDINGS = "sys.exit, os._exit, a crash, or the memory limit?"
@@ -195,13 +195,13 @@ def _recursing(info: dict) -> str:
     return f" in {name}" if name else ""
 
 
-def may_be_the_machines(exc: BaseException, status: str) -> bool:
+def may_be_the_machines(exc: BaseException, status: Status) -> bool:
     """Whether a check's failure could come from the machine rather than the code: worth asking the reference.
 
     Not a stub, a check that waits for another task or was skipped, nor a file that cannot load for what it
     says (it does not parse, or lacks what the task needs): only the learner's files can do that.
     """
-    if status in ("passed", "not started"):
+    if status in (Status.PASSED, Status.NOT_STARTED, Status.SKIPPED):
         return False
     if isinstance(exc, LearnerError):
         if exc.fault in (Fault.SKIPPED, Fault.WAITS, Fault.BAD_FILE):

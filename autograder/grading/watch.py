@@ -133,8 +133,7 @@ class Watch:
         if self.out.isatty():
             self.out.write(CLEAR)
         self.say(f"[{time.strftime('%H:%M:%S')}] {what}{self.scope()}: {this_run(fresh)}")
-        impl = f" --impl {self.impl}" if self.impl != "exercises" else ""
-        self.say(scorecard.progress(self.results, lesson_command="python -m autograder watch --lesson {number}" + impl))
+        self.say(scorecard.progress(self.results))
         self.waiting()
 
     def scope(self) -> str:

@@ -1,0 +1,573 @@
+"""The state of one grading run, on the trusted side of the boundary: `Grader`, and the fixtures' objects over it.
+
+A `Grader` is made once per run from its `GradeOptions` (the pytest hooks in
+`plugin.py` make it and call it; nothing here knows pytest). It owns the
+run's workers (`pool.py`), which start before the tests are collected and are
+sent ahead the calls each task's checks made in the last run (its *call
+plan*); the learner's files, read once as text and handed to them; the
+reference's answers and the call plans kept between runs (`caches.py`); and
+the `Results` the hooks fill in.
+
+- `Learner` (the `learner` fixture) runs a scenario in the task's worker, over
+  the learner's code, and returns its plain-data answer (or raises
+  `LearnerError` with what went wrong there);
+- `Reference` (the `reference` fixture) runs the same scenario here, over the
+  reference, to compute what the answer should be, and computes any other
+  expected value here (PyTorch's), kept alike.
+
+A check that fails is asked again of the reference (`Grader.machine_fault`), through the same kind of worker,
+with the same options and inputs: when the reference cannot pass it either, the machine is at fault (a broken
+torch, a fork that breaks autograd, a machine too busy to answer), and the check *could not be graded here*.
+
+This process never runs learner code.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import random
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+from autograder.course import registry
+from autograder.course.regions import REPO, SOLUTIONS, has_sources
+from autograder.grading import caches, fresh_inputs, isolation, lastrun, pool, verdicts
+from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
+from autograder.grading.options import GradeOptions
+from autograder.grading.results import Results, Status, TestResult
+from autograder.grading.tasks import LESSONS, GradedTask, graded, reference_for, scenario_source
+from autograder.grading.verdicts import LOST, Fault, LearnerError
+from autograder.worker import wire
+from autograder.worker.scenario import SCENARIO_FLAG
+from autograder.worker.wire import ErrorKind, to_plain
+
+RECORDED = LESSONS / "reference_answers.json"
+
+
+class BadOptions(ValueError):
+    """Options a run cannot grade with: an unknown task or lesson, a missing folder, a level this machine lacks."""
+
+
+class Grader:
+    """What one grading run needs to remember.
+
+    `draw`: a folder for drawings of wrong graphs (hidden from the workers); `record`: keep every reference answer
+    a visible check asked for (the student edition's export); `zygotes`: a caller's, kept warm across runs.
+    `self_check_of`: this grader grades the reference, on demand, for the run of that grader (`machine_fault`).
+    """
+
+    def __init__(
+        self,
+        options: GradeOptions,
+        *,
+        draw: str | None = None,
+        record: bool = False,
+        zygotes: pool.Zygotes | None = None,
+        self_check_of: Grader | None = None,
+    ):
+        self.main = self_check_of
+        self.options = options.replace(impl="solutions") if self_check_of else options
+        check_selection(self.options)
+        impl = self.options.impl
+        self.root = self.options.folder()
+        if not self.root.is_dir():
+            raise BadOptions(f"--impl {impl}: no such folder ({self.root})")
+        self.impl_option = "" if impl == "exercises" else f" --impl {impl}"
+        self.timeout = self.options.check_timeout
+        self.memory_mb = self.options.memory_limit
+        try:
+            self.level = isolation.level_for(self.options.isolation)
+            self.start_method = pool.start_method(self.options.workers)
+        except RuntimeError as exc:
+            raise BadOptions(str(exc)) from None
+        self.fresh_seed = self.options.fresh_inputs
+        if self.fresh_seed is not None and not has_sources():
+            raise BadOptions("--fresh-inputs needs the reference, which a student edition does not ship")
+        self.draw = draw
+        self.results = Results(self.graded_name(), self.impl_option, self.level, complete=False)
+        self.results.fresh_inputs = self.fresh_seed
+        self.results.self_checked = has_sources()
+        self.checker: Grader | None = None  # the reference's grader, made at the first check that fails
+        self.by_nodeid: dict[str, TestResult] = {}
+        self.workers: pool.Pool | None = None
+        self.hidden: list[str] = []  # what the workers must not see
+        self.zygotes = zygotes  # what the workers fork from: a caller's pool, or (`start`) this run's own
+        self.own_zygotes = False
+        self.loaded: set[str] = set()  # tasks whose worker has loaded the learner's file
+        self.file_failures: dict[str, tuple] = {}  # learner file -> why it does not load (a LearnerError's arguments)
+        self.file_digests: dict[str, str | None] = {}  # learner file -> its digest as first read (None: unreadable)
+        self.timed_out: set[str] = set()  # tasks a check of which timed out: their later checks are skipped
+        self.asked: dict[str, list[dict]] = {}  # task -> the scenario calls its checks made, in order
+        self.recording: dict[str, object] | None = {} if record else None
+        self.new_answers = False
+        self.cache = caches.GradingCache(self.level, graded=self.fresh_seed is not None)
+        self.lesson_digest: str | None = None  # the grading tests as they were before any learner code ran
+
+    def known_answers(self) -> dict:
+        """The reference's answers computed so far, for this reference (read from disk where that is safe)."""
+        return self.cache.load("answers")
+
+    def save_answers(self) -> None:
+        if self.new_answers:
+            self.cache.save("answers")
+
+    def graded_name(self) -> str:
+        return str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
+
+    def selects(self, task_id: str) -> bool:
+        lessons, tasks = self.options.lessons, self.options.tasks
+        if not lessons and not tasks:
+            return True
+        return task_id in tasks or registry.task(task_id).lesson in lessons
+
+    def add_check(self, result: TestResult) -> None:
+        """A check of this run, as collected: its result is filled in as it runs."""
+        self.results.tests.append(result)
+        self.by_nodeid[result.nodeid] = result
+
+    # --- what the workers are sent ----------------------------------------------------------------------------------
+
+    def learner_sources(self, modules: tuple[str, ...]) -> dict[str, list[str]]:
+        sources = {}
+        for module in modules:
+            try:
+                text = read_learner_file(self.root, module)
+                self.file_digests.setdefault(module, None if text is None else lastrun.digest(text.encode("utf-8")))
+            except LearnerFileError as exc:
+                self.file_digests.setdefault(module, None)
+                self.file_failures[module] = (Fault.BAD_FILE, {"message": str(exc)})
+                continue
+            if text is not None:
+                sources[module] = [text, display(self.root / f"{module}.py")]
+        return sources
+
+    def setup_for(self, task: GradedTask) -> dict:
+        whole = not has_sources() or task.runs_whole  # no reference underneath
+        return wire.setup(
+            task.id,
+            task.module,
+            list(task.owners),
+            list(task.prerequisite_owners),
+            learner=self.learner_sources(task.learner_files),
+            reference=None if whole else reference_for(task.id),
+            scenarios={name: scenario_source(name) for name in task.lesson_modules},
+        )
+
+    def start(self) -> None:
+        """Start the workers before collection: they set up, and answer planned calls, while the tests load.
+
+        Raises `pool.StartFailed` if they cannot start: there is nothing to grade with.
+        """
+        if self.zygotes is None:
+            self.zygotes, self.own_zygotes = pool.Zygotes(), True
+        self.load_trusted_inputs()
+        self.start_workers()
+
+    def start_workers(self) -> None:
+        self.workers = self.new_pool()
+        if self.main:  # the self-check starts a task's worker when a check of that task first fails
+            return
+        # a graded run asks its visible checks again on drawn inputs, which no plan holds: a worker that ran ahead
+        # would only be replaced at the first of them
+        plans = self.call_plans() if self.fresh_seed is None else {}
+        # in the order their checks run (`pytest_collection_modifyitems`): torch's last
+        tasks = sorted(
+            (graded(t) for t in registry.TASKS if self.selects(t)),
+            key=lambda t: (bool(t.preload), registry.sort_key(t.id)),
+        )
+        if self.workers.start == "fork":  # the slowest to start first: importing torch takes seconds
+            for preload in sorted({t.preload for t in tasks}, key=len, reverse=True):
+                self.zygotes.get(preload, self.workers.sandbox)
+        for task in tasks:
+            self.prepare(task, plans.get(task.id, []))
+
+    def new_pool(self) -> pool.Pool:
+        """The run's workers: its self-check's have the same level, limits, hidden folders and way to start."""
+        if self.main:
+            main = self.main.workers
+            return pool.Pool(
+                self.level, self.memory_mb, self.main.hidden, main.start, self.zygotes, main.options["cgroup"]
+            )
+        hidden = self.hidden = [
+            str(REPO),
+            str(self.root.parent),
+            "/autograder",
+            *installed_packages(),
+            *self.options.hide,
+        ]
+        for path in (self.options.results_json, self.options.results_file):
+            if path:
+                hidden.append(str(Path(path).resolve().parent))
+        if self.draw:  # made now, so that it can be hidden from the learner's code like the rest
+            Path(self.draw).mkdir(parents=True, exist_ok=True)
+            hidden.append(self.draw)
+        # as root, at any level: the workers' memory counts whole, and whatever they start dies with the run
+        cgroup = isolation.memory_cgroup() if self.memory_mb else None
+        limit = "cgroup" if cgroup else "address space (RLIMIT_AS)" if sys.platform == "linux" else "none"
+        self.results.memory_limit = limit if self.memory_mb else "none"
+        return pool.Pool(self.level, self.memory_mb, hidden, self.start_method, self.zygotes, cgroup)
+
+    def prepare(self, task: GradedTask, plan: list[dict] = ()) -> None:
+        """A worker for the task, sent ahead the calls of `plan` (what earlier runs asked of this task, in order)."""
+        planned = [wire.load(self.timeout)] if plan else []
+        for call in plan:
+            try:
+                planned.append(self.run_request(task, call["file"], call["name"], call["args"], call["kwargs"]))
+            except (KeyError, TypeError, OSError, SyntaxError):
+                break  # a plan from other test files: what is left of it will not match anyway
+        self.workers.prepare(task.id, self.setup_for(task), task.preload, planned)
+        self.loaded.discard(task.id)
+
+    def run_request(self, task: GradedTask, file: str, name: str, args: list, kwargs: dict) -> dict:
+        """Run scenario `name` of test file `file`; its source goes along unless the task's setup had it."""
+        source = None if file in task.lesson_modules else scenario_source(file)
+        return wire.run(file, name, args, kwargs, self.timeout, source)
+
+    def call_plans(self) -> dict[str, list[dict]]:
+        """The calls each task's checks made in earlier runs of these test files (read from disk where safe)."""
+        return self.cache.load("plans")
+
+    def save_plans(self) -> None:
+        """Keep this run's calls for the next run: a task's calls replace its plan unless they are its beginning."""
+        plans = self.call_plans()
+        changed = False
+        for task_id, calls in self.asked.items():
+            if plans.get(task_id, [])[: len(calls)] != calls:
+                plans[task_id], changed = calls, True
+        if changed:
+            self.cache.save("plans")
+
+    def load_trusted_inputs(self) -> None:
+        """Read what a verdict depends on before any learner code runs (which, at `processes`, could write it).
+
+        The sources sent to workers are read once, here. The grading tests, the kit and the reference are
+        imported later (by pytest as it collects, and by the judgements: importing torch for the reference's
+        PyTorch bridge would cost every run a second), so their digest is taken now and compared when the run
+        ends: a run during which they changed is void.
+        """
+        for task in (graded(t) for t in registry.TASKS if self.selects(t)):
+            if has_sources() and not task.runs_whole:
+                reference_for(task.id)
+            for name in task.lesson_modules:
+                scenario_source(name)
+        self.lesson_digest = lessons_digest()
+
+    def self_checker(self) -> Grader:
+        """The grader that asks a check of the reference, with this run's workers, options and hidden folders."""
+        if self.checker is None:
+            self.checker = Grader(self.options, zygotes=self.zygotes, self_check_of=self)
+            self.checker.start_workers()
+        return self.checker
+
+    def machine_fault(self, learner: Learner, nodeid: str, exc: Exception, again: Callable[[Learner], None]) -> str:
+        """Why the reference, too, fails the check that just failed with `exc` ("" if it passes: the failure stands).
+
+        `again(other)` runs the check once more, as it is, with `other` as its `learner` fixture: here one over the
+        reference, with the same scenarios, inputs (a graded run's draws come from the same seed) and kind of
+        worker. Failures that only the learner's files can cause (a stub, a file that does not parse, a check that
+        waits) are not asked again.
+        """
+        if self.main or not has_sources():
+            return ""
+        if not verdicts.may_be_the_machines(exc, verdicts.classify(exc, learner.task).status):
+            return ""
+        stopped = learner.task in self.timed_out  # its later checks are skipped, unless this check is void
+        self.timed_out.discard(learner.task)
+        fresh = fresh_inputs.rng_for(self.fresh_seed, nodeid) if learner.fresh is not None else None
+        try:
+            again(Learner(self.self_checker(), learner.task, fresh))
+        except Exception as failed:  # noqa: BLE001 - the reference fails it here too, whatever the way
+            return verdicts.classify(failed, learner.task).message
+        if stopped:
+            self.timed_out.add(learner.task)
+        return ""
+
+    def stop_workers(self) -> None:
+        if self.checker is not None:
+            self.checker.stop_workers()
+        if self.workers:
+            self.results.spawned_because = self.workers.spawned_because
+            self.workers.close()
+            self.workers = None
+        if self.own_zygotes:
+            self.zygotes.close()
+            self.own_zygotes = False
+
+    # --- one call into the learner's code ---------------------------------------------------------------------------
+
+    def run(self, task_id: str, fn, args: tuple, kwargs: dict, planned: bool = True) -> object:
+        """Run scenario `fn` over the learner's code for `task_id`; `planned`: keep the call in the next run's plan.
+
+        Raises `LearnerError` with what went wrong in the learner's code, or `pool.StartFailed` if no worker can
+        start here (nothing to grade with; the self-check's: the reference cannot be run here).
+        """
+        task = graded(task_id)
+        if task.id in self.timed_out:
+            raise LearnerError(Fault.SKIPPED)
+        self.check_prerequisites(task)  # a capstone waiting for a broken file's tasks says so, before the file
+        failure = next((self.file_failures[f] for f in task.learner_files if f in self.file_failures), None)
+        if failure:
+            raise LearnerError(*failure)
+        request = self.run_request(task, fn.__module__, fn.__name__, args, kwargs)
+        if planned:
+            self.asked.setdefault(task.id, []).append(
+                {"file": fn.__module__, "name": fn.__name__, "args": request["args"], "kwargs": kwargs}
+            )
+        try:
+            return self._run(task, request)
+        except pool.Diverged:  # not the plan's call, or never started: a fresh worker runs just what is asked
+            self.prepare(task)
+            try:
+                return self._run(task, request)
+            except pool.Diverged as exc:  # the fresh one failed too, before it started: no answer
+                raise LearnerError(LOST[exc.how], {"detail": exc.detail}) from None
+
+    def _run(self, task: GradedTask, request: dict) -> object:
+        if task.id not in self.workers.workers or self.workers.ended(task.id):  # a fresh worker: the previous check
+            # crashed it, or (the self-check) the task has none yet
+            self.prepare(task)
+        limit = self.timeout + KILL_GRACE
+        if task.id not in self.loaded:
+            self.loaded.add(task.id)
+            reply = self._call(wire.load(self.timeout), limit, task, load=True)
+            if "error" in reply:
+                failure = self._fault(task, reply, load=True)
+                self.file_failures[task.module] = (failure.fault, failure.info, failure.output)
+                raise failure
+        reply = self._call(request, limit, task)
+        if "error" in reply:
+            raise self._fault(task, reply)
+        return reply["ok"]
+
+    def _fault(self, task: GradedTask, reply: dict, load: bool = False) -> LearnerError:
+        """What a worker's error answer means: its code timed out (the worker's alarm) or raised."""
+        info = {**reply["error"], "load": True} if load else reply["error"]
+        if info["kind"] == ErrorKind.TIMED_OUT:  # the worker's word, trusted only to cost its own task its checks
+            self.timed_out.add(task.id)
+            return LearnerError(Fault.TIMED_OUT, info)
+        return LearnerError(Fault.RAISED, info, reply.get("output", ""))
+
+    def where_in_stack(self, stack: list[tuple[str, int, str]], task: GradedTask) -> str:
+        """The innermost frame of a stopped worker's stack that lies in the learner's files, as `file:line in f`."""
+        files = {display(self.root / f"{module}.py") for module in task.learner_files}
+        return next((f"{file}:{line} in {name}" for file, line, name in stack if file in files), "")
+
+    def stop_capstones_waiting_for(self, task_id: str) -> None:
+        """A capstone that now can only wait for `task_id` stops running its planned calls (they may hang)."""
+        for capstone in self.results.selected:
+            if self.workers and task_id in graded(capstone).waits_for:
+                self.workers.stop(capstone)
+
+    def check_prerequisites(self, task: GradedTask) -> None:
+        """A capstone runs once every task whose code it runs has passed in this same run."""
+        if not task.waits_for:
+            return
+        # a task this run does not grade (`--lesson 12`) is taken as done: the capstone then finds its bugs itself
+        status = {t.task.id: t.status for t in self.results.tasks}
+        missing = [t for t in task.waits_for if t in status and status[t] != Status.PASSED]
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise LearnerError(Fault.WAITS, {"task": missing[0], "more": more})
+
+    def _call(self, request: dict, limit: float, task: GradedTask, load: bool = False) -> dict:
+        try:
+            return self.workers.call(task.id, request, limit)
+        except pool.Diverged:
+            raise
+        except pool.WorkerGone as exc:
+            info = {"detail": exc.detail, "where": self.where_in_stack(exc.stack, task)}
+            if exc.timed_out and load:
+                info["file"] = display(self.root / (task.module + ".py"))
+            if exc.backstop:
+                info["backstop"] = True
+            if exc.timed_out:
+                self.timed_out.add(task.id)
+            fault = LOST[exc.how]
+            if load:
+                self.file_failures[task.module] = (fault, info)
+            raise LearnerError(fault, info) from None
+
+
+def check_selection(options: GradeOptions) -> None:
+    """The run's `--task` and `--lesson` name graded tasks and lessons of this course."""
+    for task_id in options.tasks:
+        if task_id not in registry.TASKS:
+            raise BadOptions(
+                f"--task {task_id}: there is no such task (they look like 2.3; python -m autograder tasks)"
+            )
+    for number in options.lessons:
+        if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
+            raise BadOptions(f"--lesson {number}: lesson {number} has no graded tasks")
+
+
+class LearnerFileError(Exception):
+    """A learner file the grader will not read (a symlink, not a regular file, too large, not UTF-8)."""
+
+
+def read_learner_file(root: Path, module: str) -> str | None:
+    """The text of `root/module.py`, read as a regular file inside `root` (no symlinks); None if it is missing."""
+    path = root / f"{module}.py"
+    try:
+        data = caches.read_regular(path, MAX_SOURCE)
+    except FileNotFoundError:
+        return None
+    except caches.NotRegular as exc:
+        raise LearnerFileError(f"{display(path)} {exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LearnerFileError(f"{display(path)} is not UTF-8 text (byte {exc.start})") from None
+
+
+def display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+# Where any Python of this machine keeps installed packages (one that does not grade may still hold a copy)
+SITE_FOLDERS = ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages", "/opt/*/lib/python3*/*-packages")
+
+
+def installed_packages() -> list[str]:
+    """Every folder the grader or the reference is installed in, outside the repository too: found by what it is.
+
+    The one `import` would find first, any copy on `sys.path`, where an
+    editable install's finder points, and every package an installed
+    distribution of this course put in any Python's site folders (its
+    RECORD): a worker must find none of them.
+    """
+    folders = set()
+    sites = {entry for entry in sys.path if entry} | {p for pattern in SITE_FOLDERS for p in glob.glob(pattern)}
+    for name in ("autograder", "solutions"):
+        spec = importlib.util.find_spec(name)
+        folders.update(spec.submodule_search_locations or []) if spec else None
+        folders.update(str(Path(entry) / name) for entry in sites if (Path(entry) / name).is_dir())
+    for record in (r for site in sites for r in glob.glob(os.path.join(site, "backprop_course-*.dist-info/RECORD"))):
+        try:
+            lines = Path(record).read_text().splitlines()
+        except OSError:
+            continue
+        tops = {line.split("/", 1)[0] for line in lines if "/" in line.split(",", 1)[0]}
+        site = Path(record).parent.parent
+        folders.update(str(site / top) for top in tops if top.isidentifier() and top != "__pycache__")  # packages
+    for module in list(sys.modules.values()):
+        mapping = getattr(module, "MAPPING", None)  # setuptools' editable finders map package names to folders
+        if getattr(module, "__name__", "").startswith("__editable__") and isinstance(mapping, dict):
+            folders.update(str(mapping[name]) for name in ("autograder", "solutions") if name in mapping)
+    return sorted(str(Path(folder).resolve()) for folder in folders if Path(folder).is_dir())
+
+
+class Learner:
+    """The `learner` fixture: runs scenarios over the learner's code for this test's task.
+
+    `fresh`: in a graded run, a visible check's draws (`fresh_inputs`): each call is asked again on them.
+    """
+
+    def __init__(self, grader: Grader, task_id: str, fresh: random.Random | None = None):
+        self.grader, self.task, self.fresh = grader, task_id, fresh
+
+    def run(self, fn, *args, **kwargs):
+        if not getattr(fn, SCENARIO_FLAG, False):
+            raise TypeError(f"{fn.__name__} is not marked @scenario")
+        answer = self.grader.run(self.task, fn, args, kwargs)
+        if self.fresh is not None:
+            fresh_inputs.ask_again(self._ask, self._expect, fn, args, kwargs, answer, self.fresh)
+        return answer
+
+    def _ask(self, fn, args: list, kwargs: dict):
+        return self.grader.run(self.task, fn, tuple(args), kwargs, planned=False)
+
+    def _expect(self, fn, args: list, kwargs: dict, page: bool):
+        try:
+            if page:  # kept with the reference's answers, like a judgement's
+                return Reference(self.grader).run(fn, *args, **kwargs)
+            return to_plain(fn(ReferenceCode(), *args, **kwargs))  # drawn for this submission: not worth keeping
+        except Exception:  # noqa: BLE001 - the reference fails on these inputs too: they prove nothing
+            return None
+
+
+class ReferenceCode:
+    """What a scenario's `impl` is on the trusted side: the whole reference."""
+
+    Value = property(lambda self: importlib.import_module("solutions.engine").Value)
+
+    def module(self, name: str):
+        return importlib.import_module(f"solutions.{name}")
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.module(name)
+
+
+class Reference:
+    """The `reference` fixture: the expected answer of a scenario, computed here and never sent to a worker.
+
+    Answers are kept by the reference's fingerprint, the scenario's source and
+    its arguments: in memory for a warm process (watch mode), and on disk for the
+    next run at the same level (`caches.GradingCache`), so a batch or a second
+    run computes each answer once. A student edition ships no reference
+    code; there the answers of the visible checks ship as data (recorded by
+    `python -m autograder student-edition`).
+    """
+
+    def __init__(self, grader: Grader):
+        self.grader = grader
+
+    def run(self, fn, *args, **kwargs):
+        key = answer_key(fn, args, kwargs)
+        if not has_sources():
+            answers = recorded_answers()
+            if key not in answers:
+                raise RuntimeError("this check needs the reference, which a student edition does not ship")
+            return answers[key]
+        known = self.grader.known_answers()
+        cached = f"{hashlib.sha256(scenario_source(fn.__module__).encode()).hexdigest()[:16]}:{key}"
+        if cached not in known:
+            known[cached] = to_plain(fn(ReferenceCode(), *args, **kwargs))
+            self.grader.new_answers = True
+        if self.grader.recording is not None:
+            self.grader.recording[key] = known[cached]
+        return known[cached]
+
+    def compute(self, fn, *args):
+        """`fn(*args)` as plain data, computed here once and kept with the reference's answers.
+
+        For expected values that need a heavy library (`kit.torch_values`): once
+        they are known, a run never imports it.
+        """
+        known = self.grader.known_answers()
+        cached = f"{hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]}:{answer_key(fn, args, {})}"
+        if cached not in known:
+            known[cached] = to_plain(fn(*args))
+            self.grader.new_answers = True
+        return known[cached]
+
+
+def answer_key(fn, args: tuple, kwargs: dict) -> str:
+    """How a reference answer is filed: the scenario's file and name, and its arguments (hashed when long)."""
+    key = f"{fn.__module__.rpartition('.')[2]}:{fn.__name__}:{json.dumps([args, kwargs], sort_keys=True)}"
+    return key if len(key) <= 4000 else hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def lessons_digest() -> str:
+    """A digest of the grading tests, the judgement kit and the reference, to tell whether they changed in a run."""
+    return caches.sources_digest((LESSONS, LESSONS.parent / "kit", SOLUTIONS))
+
+
+@cache
+def recorded_answers() -> dict:
+    try:
+        return json.loads(RECORDED.read_text())
+    except FileNotFoundError:
+        return {}
