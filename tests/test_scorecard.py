@@ -153,6 +153,32 @@ def test_the_hint_comes_first_only_when_one_check_fails():
     assert "      hint: hint 0" in scorecard.text(timed_out).splitlines()  # a skipped check is not a second failure
 
 
+def test_the_scorecard_and_watch_mode_name_the_same_next_step():
+    """One writer of the next step: a task this machine could not grade never comes next, in either view."""
+    void = _results(("1.1", "could not be graded", "", "the reference fails it too"), ("1.2", "failed", "", "wrong"))
+    for view in (scorecard.text(void), scorecard.progress(void)):
+        nexts = [line for line in view.splitlines() if line.startswith("Next:")]
+        assert nexts == ["Next: task 1.2 · central_difference (failed)"], view
+    waits = _results(("5.1", "failed", "", "wrong"), ("7.1", "not started", "5.1", "waits for task 5.1"))
+    for view in (scorecard.text(waits), scorecard.progress(waits)):
+        assert "Next: task 5.1 · Value.tanh (failed)" in view.splitlines(), view
+    card, watch = scorecard.text(void).splitlines(), scorecard.progress(void).splitlines()
+    assert "      read course/01-derivatives.md#task-1-2, then run: pytest autograder --task 1.2" in card
+    assert "      read course/01-derivatives.md#task-1-2" in watch  # watch grades on every save: no command to run
+
+
+def test_a_notebook_check_cell_says_what_the_scorecard_says():
+    """A check cell shows the scorecard's lines for a check: its own hint (not the marker's) and its page; a check
+    the machine could not grade gives no hint about the code and is not counted against anyone."""
+    wrong = _results(("1.1", "failed", "", "expected 2\nhint:     divide by h"))
+    lines = scorecard.check_lines(wrong.tests[0])
+    assert lines[0] == "✗ task 1.1 · forward_difference: check 0: failed (0 of 1 point)"
+    assert "    hint:     divide by h" in lines and "    page:     course/01-derivatives.md#task-1-1" in lines
+    void = _results(("1.1", "could not be graded", "", "the reference fails it too"))
+    lines = scorecard.check_lines(void.tests[0])
+    assert lines[0].endswith(": could not be graded (not counted)") and not any("hint:" in x for x in lines)
+
+
 def test_the_readmes_grading_times_are_the_benchmarks():
     """No unmeasured promise ("a few seconds"): the intro's figures are those the benchmark's paragraph reports."""
     readme = " ".join((REPO / "README.md").read_text().split())
