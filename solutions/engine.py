@@ -173,7 +173,8 @@ class Value:
         """
         ### BEGIN SOLUTION (task 8.2)
         if isinstance(other, bool) or not isinstance(other, (int, float)):
-            raise TypeError(f"Value ** only takes an int or float exponent, not {type(other).__name__}")
+            kind = type(other).__name__
+            raise TypeError(f"Value ** takes an int or float exponent, not {kind}")
         out = Value(self.data**other, (self,), f"**{other}")
 
         def _backward():

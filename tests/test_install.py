@@ -8,8 +8,9 @@
 - The README's Linux install line and pyproject's `[tool.uv.sources]` name the same CPU-only index for torch,
   at the version pyproject pins.
 - The README's Quick start makes and activates a virtual environment on each system, and its commands are the ones
-  lesson 0's tabs give, line for line; `.ci/run`'s learner pass runs the Linux ones as written (it reads them from
-  the README), with `--no-compile` (the install size the README states is measured with it).
+  lesson 0's tabs give, command for command (a line ending in a backslash goes on, as in a shell); `.ci/run`'s
+  learner pass runs the Linux ones as written (it reads them from the README), with `--no-compile` (the install
+  size the README states is measured with it).
 """
 
 from __future__ import annotations
@@ -144,12 +145,18 @@ def test_readme_and_pyproject_take_torch_from_the_same_cpu_index():
     assert "torch pinned to the CPU build" not in (REPO / "pyproject.toml").read_text()
 
 
+def commands(block: str) -> list[str]:
+    """A shell block's commands, one each, a line that ends with a backslash joined to the next as the shell does
+    (the torch command is continued on a second line, to fit the site's code column)."""
+    return [line.strip() for line in re.sub(r"\\\n\s*", "", block).splitlines() if line.strip()]
+
+
 def readme_quick_start() -> dict[str, list[str]]:
-    """The Quick start's commands per system: {"Linux": [...], "macOS": [...], "Windows": [...]}, one per line."""
+    """The Quick start's commands per system: {"Linux": [...], "macOS": [...], "Windows": [...]}."""
     blocks = re.findall(
         r"^On (Linux|macOS|Windows)\b[^\n]*\n(?:[^\n]+\n)*\n```(?:bash|powershell)\n(.*?)^```$", README, re.S | re.M
     )
-    return {system: body.splitlines() for system, body in blocks}
+    return {system: commands(body) for system, body in blocks}
 
 
 def readme_install_commands() -> dict[str, list[str]]:
@@ -173,20 +180,18 @@ def test_quick_start_makes_and_activates_a_virtual_environment_on_each_system():
 
 
 def test_the_readme_lesson_0_and_ci_give_the_same_install_commands():
-    """Lesson 0's tabs are the README's Quick start, line for line, and `.ci/run`'s learner runs the Linux one."""
+    """Lesson 0's tabs are the README's Quick start, command for command, and `.ci/run`'s learner runs the Linux
+    one."""
     quick = readme_quick_start()
     page = (REPO / "course" / "00-welcome.md").read_text()
     tabs = re.split(r'^=== "(\w+)"$', page[page.index('=== "Linux"') : page.index("Then open this course")], flags=re.M)
     bodies = dict(zip(tabs[1::2], tabs[2::2], strict=True))
-    tab_lines = {
-        name: [line.strip() for line in re.search(r"```\w+\n(.*?)```", body, re.S)[1].splitlines() if line.strip()]
-        for name, body in bodies.items()
-    }
+    tab_lines = {name: commands(re.search(r"```\w+\n(.*?)```", body, re.S)[1]) for name, body in bodies.items()}
     assert tab_lines == quick, tab_lines
     ci = (REPO / ".ci" / "run").read_text()
     (awk,) = re.findall(r"^ *quick_start=\$\((awk .*)\)$", ci, re.M)
     ran = subprocess.run(["bash", "-c", awk], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    assert ran.splitlines() == quick["Linux"], ran
+    assert commands(ran) == quick["Linux"], ran
     assert 'as_learner bash -euc "$quick_start"' in ci and "env -i HOME=" in ci
 
 
@@ -196,8 +201,8 @@ def test_lesson_0_says_how_to_get_and_install_the_course(monkeypatch):
     page = (REPO / "course" / "00-welcome.md").read_text()
     assert "<the course repository>" not in page and "\n<!-- course: clone -->\n" in page
     index = PYPROJECT["tool"]["uv"]["index"][0]["url"]
-    linux = page[page.index('=== "Linux"') : page.index('=== "macOS"')]
-    assert f"pip install --no-compile --retries 0 torch==2.13.0 --extra-index-url {index}" in linux
+    linux = commands(page[page.index('=== "Linux"') : page.index('=== "macOS"')])
+    assert f"python -m pip install --no-compile --retries 0 torch==2.13.0 --extra-index-url {index}" in linux
     monkeypatch.syspath_prepend(str(REPO / "course" / "_build"))
     import hooks
 

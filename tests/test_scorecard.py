@@ -104,8 +104,10 @@ def test_one_failing_check_shows_its_own_hint_first(tmp_path):
     (failed,) = [r for r in run.results["extra_data"]["results"] if r["status"] == "failed"]
     assert "ValueError" in failed["hint"] and failed["hint"] != registry.task("1.1").hints[0]
     nexts = run.output[run.output.index("Next: task 1.1") :].splitlines()
-    assert nexts[2] == f"      hint: {failed['hint']}", nexts[:4]
-    assert nexts[3].startswith("      stuck? python -m autograder hint 1.1")
+    stuck = next(i for i, line in enumerate(nexts) if line.startswith("      stuck? python -m autograder hint 1.1"))
+    hint = nexts[2:stuck]  # wrapped to the scorecard's 72 columns, under its first word
+    assert hint[0].startswith("      hint: ") and all(line.startswith(" " * 12) for line in hint[1:]), nexts[:6]
+    assert " ".join(line.strip() for line in hint) == f"hint: {failed['hint']}" and max(map(len, hint)) <= 72
 
 
 # --- the scorecard's rules on results built by hand ------------------------------------------------------------------

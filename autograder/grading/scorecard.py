@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 from autograder.course import registry
@@ -10,6 +11,8 @@ from autograder.grading import caches
 from autograder.grading.results import Results, Status, TaskResult, TestResult
 from autograder.kit.checks import HINT
 from autograder.worker.wire import Level
+
+CARD_WIDTH = 72  # the scorecard's columns: what the course wrote (a check's title, a hint) is wrapped to them
 
 # in a student edition each task runs over the learner's own code for the tasks it needs (`blame.py`)
 EDITION_WAITS = (
@@ -21,6 +24,19 @@ EDITION_WAITS = (
 def hint_of(r: TestResult) -> str:
     """The hint for how a check failed: its failure's own (`CheckFailed(hint=...)`), else its marker's."""
     return next((line[len(HINT) :] for line in r.message.splitlines() if line.startswith(HINT)), "") or r.hint
+
+
+def wrapped(line: str, indent: int, width: int = CARD_WIDTH) -> list[str]:
+    """Prose the course wrote, broken at spaces into lines of `width` at most, the later ones `indent` spaces in.
+
+    What a check reports (values, code, the learner's messages) is never wrapped: it is copied whole."""
+    return textwrap.wrap(line, width, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False)
+
+
+def heading(r: TestResult) -> list[str]:
+    """A check's line under "What went wrong" (and atop an editor's failure): task, title, status and points."""
+    task = f"{r.status.symbol} task {r.task} · "
+    return wrapped(f"{task}{r.description} ({r.status}, {r.points} pt)", len(task))
 
 
 def message_lines(r: TestResult) -> list[str]:
@@ -64,7 +80,7 @@ def scorecard(
     edition: bool = False,
 ) -> str:
     """The text printed at the end of a grading run."""
-    width = 72
+    width = CARD_WIDTH
     out = [f" Scorecard: {graded} ".center(width, "=")]
     if any(t.task.runs_whole and t.status == Status.PASSED for t in tasks):
         out.append("★ Your engine, whole, reproduces 24.7041 / 138.8338 / 645.5773, matches PyTorch and trains.")
@@ -103,7 +119,7 @@ def scorecard(
         out.append("")
         out.append("What went wrong".center(width, "-"))
         for r in failures[:max_failures]:
-            out.append(f"{r.status.symbol} task {r.task} · {r.description} ({r.status}, {r.points} pt)")
+            out.extend(heading(r))
             out.extend("    " + line for line in failure(r))
             skipped = [s for s in tasks_by_id[r.task].tests if s.skipped] if r.status == Status.TIMED_OUT else []
             if skipped:  # one line for every check the timeout skipped, not one entry each
@@ -162,7 +178,7 @@ def next_step(
         out.append(f"      read {page_link(target.id)}" + then_run.format(grade_command(target.id, impl_option)))
         hint = check_hint(todo, hide_hidden) if target is todo.task else ""
         if hint:  # one check fails: its own hint first, the task's general ones after
-            out.append(f"      hint: {hint}")
+            out.extend(wrapped(f"      hint: {hint}", 12))
         stuck = f"      stuck? python -m autograder hint {target.id}"
         if watching:
             out.append(f"{stuck}   alone: {grade_command(target.id, impl_option)}")
@@ -222,10 +238,11 @@ def machine_lines(tasks: list[TaskResult], self_checked: bool, spawned_because: 
 
 def failure(r: TestResult) -> list[str]:
     """What went wrong in a check, under its heading: the message, the check's hint and the page that teaches it
-    (a check the machine could not grade has no hint to give about the code)."""
+    (a check the machine could not grade has no hint to give about the code). The scorecard indents it by 4."""
     if not r.counted:
         return message_lines(r)
-    return [*message_lines(r), f"hint:     {hint_of(r)}", f"page:     {page_link(r.task)}"]
+    hint = wrapped(HINT + hint_of(r), len(HINT), CARD_WIDTH - 4)
+    return [*message_lines(r), *hint, f"page:     {page_link(r.task)}"]
 
 
 def check_lines(r: TestResult) -> list[str]:

@@ -95,7 +95,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.failed and result is not None and result.settled and not item.config.getoption("show_code"):
         report.longrepr = "\n".join(
             [
-                f"task {result.task} · {result.description} ({result.status}, {result.points} pt)",
+                *scorecard.heading(result),
                 *scorecard.failure(result),
                 f"again:    {scorecard.grade_command(result.task, grader.impl_option)}",
             ]

@@ -548,9 +548,11 @@ def expand(name: str, arg: str | None) -> str:
         if name not in _runs:
             return "!!! note\n    This example of a failing task is shown in the full course, not in this edition.\n"
         run = _runs[name]
-        # the grader's hints for the buggy task would hand its answer to a reader of lesson 0
+        # the grader's hints for the buggy task would hand its answer to a reader of lesson 0 (a hint wrapped over
+        # lines goes on 12 spaces in or more)
         out = run.output(_runner.page)
-        out = re.sub(r"^(\s+hint:\s+).*$", r"\1[left out here: it would give task 1.1 away]", out, flags=re.M)
+        hint = r"^( +hint: +).*(?:\n {12,}\S.*)*$"
+        out = re.sub(hint, r"\1[left out here: it would give task 1.1 away]", out, flags=re.M)
         return (
             f'```python title="exercises/derivatives.py, task 1.1, with a bug"\n{_buggy_function()}\n```\n\n'
             f"Grading lesson 1 then prints:\n\n" + _output_block(out, f"$ {run.command}")

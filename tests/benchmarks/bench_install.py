@@ -38,7 +38,8 @@ def readme_commands(system: str = platform.system()) -> list[str]:
     block = re.search(rf"^On {name}\b[^\n]*\n(?:[^\n]+\n)*\n```(?:bash|powershell)\n(.*?)^```$", readme, re.S | re.M)
     if block is None:
         raise SystemExit(f"no Quick start for {name} in the README")
-    return [line for line in block[1].splitlines() if "pip install" in line]
+    lines = re.sub(r"\\\n\s*", "", block[1]).splitlines()  # a line ending in a backslash goes on, as in a shell
+    return [line for line in lines if "pip install" in line]
 
 
 def size(folder: Path) -> tuple[int, int]:
