@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 CHECK_TIMEOUT = 10.0  # seconds per call into the learner's code; an endless loop costs one such wait per task
+BACKSTOP = 10.0  # a call's wall-clock limit, in multiples of its CPU-time limit (a call that only waits)
 KILL_GRACE = 1.0  # seconds past a call's own limit before its worker is killed (its alarm says where it was)
 MEMORY_LIMIT_MB = 4096  # per worker; a worker with torch loaded uses well under 1 GB
 START_UP = 60  # seconds for a grading run to start (imports, workers)

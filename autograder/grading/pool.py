@@ -56,11 +56,10 @@ import time
 from pathlib import Path
 
 from autograder.grading import isolation
-from autograder.grading.limits import ONE_THREAD
+from autograder.grading.limits import BACKSTOP, ONE_THREAD
 from autograder.worker import wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
-BACKSTOP = 10.0  # a call's wall-clock limit, in multiples of its CPU-time limit
 DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
 STACK_LINE = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$', re.MULTILINE)
 POSIX_SOCKETS = os.name == "posix" and importlib.util.find_spec("fcntl") is not None  # a child can inherit one

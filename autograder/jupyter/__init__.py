@@ -47,6 +47,7 @@ from typing import Any
 from autograder.course import registry
 from autograder.course.regions import EXERCISES, REPO, SOLUTIONS, all_regions, has_sources, owners_of, solution_files
 from autograder.grading.drawing import dot_to_svg
+from autograder.grading.limits import BACKSTOP
 from autograder.grading.limits import CHECK_TIMEOUT as TEST_TIMEOUT
 from autograder.grading.limits import lesson_budget as _budget
 from autograder.grading.options import NOTEBOOK_TIMEOUT, for_notebooks, grader_command, impl_folder
@@ -133,21 +134,31 @@ _packages = itertools.count()
 
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raise TimeoutError in the block after `seconds` (where SIGALRM exists and in the main thread only)."""
-    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+    """Raise TimeoutError in the block once it has used `seconds` of CPU time, as the grader's workers count it (a
+    busy machine slows the block but never spends its budget), or waited `BACKSTOP` times that long (code that
+    sleeps, or waits for input). Where the timers exist (POSIX) and in the main thread only."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def stop(signum, frame):
-        raise TimeoutError(f"stopped after {seconds:g} s: is there an endless loop?")
+    def used_up(signum, frame):
+        raise TimeoutError(f"stopped after {seconds:g} s of CPU time: is there an endless loop?")
 
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    def waited(signum, frame):
+        raise TimeoutError(
+            f"stopped after waiting {BACKSTOP * seconds:g} s: does it wait for something that never comes?"
+        )
+
+    previous = signal.signal(signal.SIGPROF, used_up), signal.signal(signal.SIGALRM, waited)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, BACKSTOP * seconds)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous[0])
+        signal.signal(signal.SIGALRM, previous[1])
 
 
 def execute(source: str, filename: str, module: str, seconds: float = TEST_TIMEOUT) -> types.ModuleType:
