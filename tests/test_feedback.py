@@ -120,3 +120,14 @@ def test_each_mistake_is_named_by_its_first_failure(mistake, tmp_path):
         1 : next((i for i, line in enumerate(watch[2:], 2) if line.startswith("  ") and line[2] in "✗!⏱"), None)
     ]
     assert any(cause in line for line in first), "\n".join(watch)
+
+
+def test_an_answer_the_check_cannot_judge_is_the_learners_and_says_so(tmp_path):
+    """`forward_difference` returning an int too large for a float: the judgement raises on it. The reference's
+    answer passes the same check, so the answer is wrong: a failed check that says so, never the grader's fault."""
+    submission = broken(tmp_path, "derivatives.py", ("    return (fn(x + h) - fn(x)) / h\n", "    return 10**400\n"))
+    run = grade(submission, "--task", "1.1", tmp_path=tmp_path)
+    assert run.status == {"1.1": "failed"}, run.output[-3000:]
+    assert "please report it" not in run.output and "could not be graded" not in run.output
+    assert "your code's answer could not be compared with the expected one" in run.output
+    assert "the check raised OverflowError: int too large to convert to float" in run.output

@@ -267,8 +267,11 @@ class Grader:
             self.checker.start_workers()
         return self.checker
 
-    def machine_fault(self, learner: Learner, nodeid: str, exc: Exception, again: Callable[[Learner], None]) -> str:
-        """Why the reference, too, fails the check that just failed with `exc` ("" if it passes: the failure stands).
+    def machine_fault(
+        self, learner: Learner, nodeid: str, exc: Exception, again: Callable[[Learner], None]
+    ) -> str | None:
+        """Why the reference, too, fails the check that just failed with `exc`: "" if it passes (the failure stands,
+        the learner's), None if it was not asked.
 
         `again(other)` runs the check once more, as it is, with `other` as its `learner` fixture: here one over the
         reference, with the same scenarios, inputs (a graded run's draws come from the same seed) and kind of
@@ -276,9 +279,9 @@ class Grader:
         waits) are not asked again.
         """
         if self.main or not has_sources():
-            return ""
+            return None
         if not verdicts.may_be_the_machines(exc, verdicts.classify(exc, learner.task).status):
-            return ""
+            return None
         stopped = learner.task in self.timed_out  # its later checks are skipped, unless this check is void
         self.timed_out.discard(learner.task)
         fresh = fresh_inputs.rng_for(self.fresh_seed, nodeid) if learner.fresh is not None else None

@@ -165,6 +165,8 @@ def pytest_runtest_call(item: pytest.Item):
         if result is None or result.settled or not isinstance(learner, Learner):
             raise
         fault = grader.machine_fault(learner, item.nodeid, exc, lambda other: _run_with(item, other))
+        if fault == "" and verdicts.judgement_raised(exc):  # the reference's answer passes: the learner's is wrong
+            raise verdicts.Unjudgeable(exc) from None
         if not fault:
             raise
         result.status, result.message, result.settled = Status.VOID, verdicts.could_not_grade(fault), True

@@ -76,6 +76,20 @@ class LearnerError(Exception):
         self.fault, self.info, self.output = fault, info, output
 
 
+class Unjudgeable(Exception):  # noqa: N818 - reads as what it says: the learner's answer could not be judged
+    """A check's judgement raised on the learner's answer, where the reference's answer passes the same check: the
+    answer is wrong in a way the check did not foresee (an int too large for a float, say), not the grader."""
+
+    def __init__(self, raised: BaseException):
+        super().__init__(str(raised))
+        self.raised = raised
+
+
+def judgement_raised(exc: BaseException) -> bool:
+    """The check itself raised, rather than judging (a failed expectation) or passing on what the worker said."""
+    return not isinstance(exc, (WaitsFor, CheckFailed, LearnerError, AssertionError, Unjudgeable))
+
+
 class Verdict(NamedTuple):
     """A check's status, the message the learner reads, and the task it waits for (if it waits)."""
 
@@ -119,6 +133,13 @@ def _classify(exc: BaseException, task_id: str) -> Verdict:
         return _learner_status(exc.fault, exc.info, exc.output, task_id)
     if isinstance(exc, AssertionError):
         return Verdict(Status.FAILED, str(exc).split("\nassert ")[0] or "a check did not hold")
+    if isinstance(exc, Unjudgeable):
+        raised = f"{type(exc.raised).__name__}: {str(exc.raised)[:300]}"
+        return Verdict(
+            Status.FAILED,
+            f"your code's answer could not be compared with the expected one (the reference's passes this check):\n"
+            f"the check raised {raised}",
+        )
     text = str(exc)
     return Verdict(Status.ERROR, f"the check itself failed ({type(exc).__name__}: {text[:300]}); please report it")
 
