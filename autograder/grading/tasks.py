@@ -39,7 +39,6 @@ class GradedTask:
     preload: tuple[str, ...]  # what its worker finds imported: torch where the learner's code uses it
     waits_for: tuple[str, ...]  # a capstone's: the tasks whose code it runs whole, which must pass first
     runs_whole: bool  # a capstone: it runs the learner's files whole, over no reference
-    bonus: bool
 
 
 @cache
@@ -64,7 +63,6 @@ def graded(task_id: str) -> GradedTask:
         preload=("torch",) if module == "torch_bridge" else (),
         waits_for=tuple(waits_for(task_id)) if task.runs_whole else (),
         runs_whole=bool(task.runs_whole),
-        bonus=task.bonus,
     )
 
 
