@@ -291,14 +291,17 @@ def _gradescope_run(args: argparse.Namespace) -> int:
     from autograder.export import gradescope
 
     results = gradescope.grade_submission(args.root)
-    print(f"score {results.get('score')} of {results.get('max_score', '?')} -> {args.root / 'results/results.json'}")
+    full = results.get("extra_data", {}).get("max_score", "?")
+    print(f"score {results.get('score')} of {full} -> {args.root / 'results/results.json'}")
     return 0
 
 
 def _prairielearn(args: argparse.Namespace) -> int:
     from autograder.export import prairielearn
 
-    print(f"wrote {prairielearn.build_bundle(args.out)}: name its run.sh in externalGradingOptions.entrypoint")
+    bundle = prairielearn.build_bundle(args.out)
+    print(f"wrote {bundle}, {args.out / 'grading-image'} and {args.out / 'questions' / prairielearn.FOLDER}:")
+    print("build and push the grading image, then copy the two course folders into your course (README: PrairieLearn)")
     return 0
 
 
@@ -451,7 +454,7 @@ def make_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("gradescope-run", help="grade ROOT/submission into ROOT/results/results.json (the bundle)")
     p.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's folder (default /autograder)")
     p.set_defaults(run=_gradescope_run)
-    p = commands.add_parser("prairielearn", help="write the PrairieLearn external grader (serverFilesCourse/backprop)")
+    p = commands.add_parser("prairielearn", help="write PrairieLearn's grader, grading image and example question")
     p.add_argument("--out", type=Path, default=Path("."), help="the course folder to write into (default .)")
     p.set_defaults(run=_prairielearn)
     p = commands.add_parser("prairielearn-run", help="grade ROOT/student into ROOT/results/results.json (the bundle)")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -32,11 +34,23 @@ def bundle(tmp_path_factory):
     return out
 
 
-def run_autograder(bundle, tmp_path, files: dict[str, str]) -> dict:
-    """Unpack the bundle into a fake /autograder tree, add the submission, run run_autograder."""
+def lay_out(bundle: Path, tmp_path: Path) -> Path:
+    """The bundle as Gradescope lays it out: the zip unpacked into /autograder/source, and its run_autograder
+    copied to /autograder and made executable (an unpacked zip keeps no modes)."""
     root = tmp_path / "autograder"
     with zipfile.ZipFile(bundle) as zf:
-        zf.extractall(root)
+        zf.extractall(root / "source")
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "run_autograder").chmod(0o755)
+    return root
+
+
+def run_autograder(bundle, tmp_path, files: dict[str, str], python: str | None = sys.executable, root=None) -> dict:
+    """Lay the bundle out as Gradescope does (or use `root`, an image setup.sh built), add the submission, run
+    run_autograder with `python` (None: the image's own), and check the results against Gradescope's spec."""
+    root = root or lay_out(bundle, tmp_path)
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    shutil.rmtree(root / "results", ignore_errors=True)
     for name, text in files.items():
         path = root / "submission" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -49,7 +63,7 @@ def run_autograder(bundle, tmp_path, files: dict[str, str]) -> dict:
     env = {
         **os.environ,
         "AUTOGRADER_ROOT": str(root),
-        "AUTOGRADER_PYTHON": sys.executable,
+        **({"AUTOGRADER_PYTHON": python} if python else {}),
         "AUTOGRADER_SHARED_FOLDERS": " ".join(map(str, shared)),
     }
     proc = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
@@ -57,6 +71,7 @@ def run_autograder(bundle, tmp_path, files: dict[str, str]) -> dict:
     jsonschema.validate(results, RESULTS_SCHEMA)
     assert proc.returncode == 0, proc.stderr
     assert all(folder.stat().st_mode & 0o7777 == 0o1775 for folder in shared)  # nobody but root writes there now
+    assert "/tmp" not in json.dumps({k: v for k, v in results.items() if k != "extra_data"}), "a path reached students"
     return results
 
 
@@ -64,12 +79,14 @@ def test_the_bundle_has_gradescope_s_layout(bundle):
     with zipfile.ZipFile(bundle) as zf:
         names = set(zf.namelist())
         modes = {info.filename: info.external_attr >> 16 for info in zf.infolist()}
+    # Gradescope unpacks the zip into /autograder/source and runs setup.sh there: the grader is at the top
     assert {
         "setup.sh",
         "run_autograder",
-        "source/autograder/grading/plugin.py",
-        "source/solutions/engine.py",
-        "source/pyproject.toml",
+        "autograder/grading/plugin.py",
+        "solutions/engine.py",
+        "pyproject.toml",
+        "requirements-grading.txt",
     } <= names
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
 
@@ -78,14 +95,14 @@ def test_a_correct_submission_gets_full_marks(bundle, tmp_path):
     files = {p.name: p.read_text() for p in (REPO / "solutions").glob("*.py") if p.name != "__init__.py"}
     results = run_autograder(bundle, tmp_path, files)
     # full marks, and every bonus point on top as extra credit
-    assert results["score"] == results["max_score"] + results["extra_data"]["bonus_max"] > results["max_score"] > 0
+    assert results["score"] == results["extra_data"]["max_score"] + results["extra_data"]["bonus_max"] > results["extra_data"]["max_score"] > 0
     assert isinstance(results["extra_data"]["fresh_inputs"], int)  # a graded run: its visible checks asked afresh
 
 
 def test_the_unmodified_stubs_get_zero_in_a_nested_folder(bundle, tmp_path):
     files = {f"my-repo/exercises/{p.name}": p.read_text() for p in (REPO / "exercises").glob("*.py")}
     results = run_autograder(bundle, tmp_path, files)
-    assert results["score"] == 0 and results["max_score"] > 0
+    assert results["score"] == 0 and results["extra_data"]["max_score"] > 0
     assert set(results["extra_data"]["status"].values()) == {"not started"}
 
 
@@ -96,19 +113,17 @@ def test_a_crashing_submission_still_gets_valid_results(bundle, tmp_path):
     results = run_autograder(bundle, tmp_path, files)
     status = results["extra_data"]["status"]
     assert status["2.1"] == "error" and status["10.1"] == "error" and status["1.1"] == "passed"
-    assert 0 < results["score"] < results["max_score"]
+    assert 0 < results["score"] < results["extra_data"]["max_score"]
 
 
 def test_an_empty_submission_is_explained(bundle, tmp_path):
     results = run_autograder(bundle, tmp_path, {"notes.txt": "I forgot"})
     assert results["score"] == 0
-    assert results["output"].startswith("Not in your submission")
+    assert results["output"].startswith("    Not in your submission")
 
 
 def test_a_grader_that_cannot_start_still_leaves_valid_results(bundle, tmp_path):
-    root = tmp_path / "autograder"
-    with zipfile.ZipFile(bundle) as zf:
-        zf.extractall(root)
+    root = lay_out(bundle, tmp_path)
     (root / "submission").mkdir()
     # A broken image: setup.sh never made the virtual environment.
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": str(root / "venv" / "bin" / "python")}
@@ -155,7 +170,7 @@ def test_code_that_outlives_the_grader_or_edits_its_script_changes_nothing(bundl
     assert results["extra_data"]["status"]["2.2"] in ("failed", "timed out")  # its search of the disk is slow
     capstones = sum(t["max_score"] for t in results["tests"] if registry.task(t["number"]).runs_whole)
     # 2.2's two points, and the capstone, which waits for 2.2; the bonus counts as extra credit
-    assert results["score"] == results["max_score"] + results["extra_data"]["bonus_max"] - 2 - capstones
+    assert results["score"] == results["extra_data"]["max_score"] + results["extra_data"]["bonus_max"] - 2 - capstones
     script = (tmp_path / "autograder" / "run_autograder").read_text()
     assert "forged" not in script
 
@@ -167,3 +182,22 @@ def test_hidden_checks_show_only_their_name_and_status(bundle, tmp_path):
     assert hidden_lines, entry["output"]
     assert "x = " not in entry["output"].split("repr of seeded random Values", 1)[1]
     assert "repr of seeded random Values" not in results["output"] or "x = " not in results["output"]
+
+
+def test_learner_text_reaches_gradescope_as_text_in_aligned_columns(bundle, tmp_path):
+    """The scorecard is a Markdown code block: fixed-width (its columns align) and never read as HTML or Markdown,
+    so a repr such as <engine.Value object at 0x...> or a learner's **text** shows as written; no temporary path."""
+    files = _solutions_with((REPR, "        return '<b>**bold**</b> <engine.Value object>'"))
+    files["nn.py"] = "this is not python"
+    results = run_autograder(bundle, tmp_path, files)
+    assert results["output_format"] == "md"
+    lines = results["output"].splitlines()
+    assert all(line.startswith("    ") or not line.strip() for line in lines)  # one indented code block
+    assert any("Scorecard: your submission" in line for line in lines)
+    totals = [line for line in lines if line.lstrip().startswith(("Lesson ", "Total"))]
+    assert len({line.rindex("/") for line in totals}) == 1, totals  # the points column lines up
+    assert "<b>**bold**</b>" in results["output"] or "<b>**bold**</b>" in json.dumps(results["tests"])
+    assert all(t["output_format"] == "text" and t["name_format"] == "text" for t in results["tests"])
+    assert "nn.py:1: SyntaxError" in json.dumps(results)  # the learner's file by its name, not the staged copy's path
+    assert "This is feedback" not in json.dumps(results) and "does not count" not in json.dumps(results)
+    assert "The grade counts" in results["extra_data"]["platform_note"]

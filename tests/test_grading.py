@@ -17,30 +17,46 @@ ALL_TASKS = sorted(registry.TASKS, key=registry.sort_key)
 CAPSTONES = [t for t in ALL_TASKS if registry.task(t).runs_whole]
 
 # The parts of Gradescope's results.json format that the grader writes.
+# Gradescope's results.json, as its specification lists the fields (gradescope-autograders' "Autograder
+# Specifications"): nothing else at the top or in a test; ours put the rest in extra_data.
+FORMATS = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
+VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
 RESULTS_SCHEMA = {
     "type": "object",
-    "required": ["score", "max_score", "tests"],
+    "required": ["score", "tests", "output", "output_format"],
+    "additionalProperties": False,
     "properties": {
         "score": {"type": "number"},
-        "max_score": {"type": "number"},
+        "execution_time": {"type": "number"},
         "output": {"type": "string"},
-        "stdout_visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]},
+        "output_format": FORMATS,
+        "test_output_format": FORMATS,
+        "test_name_format": FORMATS,
+        "visibility": VISIBILITY,
+        "stdout_visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+        "leaderboard": {"type": "array"},
         "tests": {
             "type": "array",
             "items": {
                 "type": "object",
                 "required": ["name", "score", "max_score", "status", "output", "number"],
+                "additionalProperties": False,
                 "properties": {
                     "name": {"type": "string"},
+                    "name_format": FORMATS,
                     "number": {"type": "string"},
                     "score": {"type": "number"},
                     "max_score": {"type": "number"},
                     "status": {"enum": ["passed", "failed"]},
                     "output": {"type": "string"},
+                    "output_format": FORMATS,
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "visibility": VISIBILITY,
+                    "extra_data": {"type": "object"},
                 },
             },
         },
-        "extra_data": {"type": "object"},
     },
 }
 
@@ -54,7 +70,7 @@ def scorecard_total(output: str) -> tuple[int, int]:
 def test_reference_scores_full_marks(reference_run):
     results = reference_run.results
     bonus = results["extra_data"]["bonus_max"]  # on top of full marks, as extra credit
-    assert results["score"] == results["max_score"] + bonus > results["max_score"] > 0, reference_run.output[-4000:]
+    assert results["score"] == results["extra_data"]["max_score"] + bonus > results["extra_data"]["max_score"] > 0, reference_run.output[-4000:]
     assert results["extra_data"]["bonus"] == bonus
     assert set(reference_run.status.values()) == {"passed"}
     assert reference_run.returncode == 0
@@ -76,11 +92,11 @@ def test_results_json_is_valid_and_agrees_with_the_scorecard(reference_run, fres
     for run in (reference_run, fresh_run):
         jsonschema.validate(run.results, RESULTS_SCHEMA)
         bonus = run.results["extra_data"]["bonus"]
-        assert scorecard_total(run.output) == (run.results["score"] - bonus, run.results["max_score"])
+        assert scorecard_total(run.output) == (run.results["score"] - bonus, run.results["extra_data"]["max_score"])
         assert f"Bonus{' ' * 57}{bonus:>4}/{run.results['extra_data']['bonus_max']}" in run.output
         assert sum(t["score"] for t in run.results["tests"]) == run.results["score"]
-        assert sum(t["max_score"] for t in run.results["tests"]) == run.results["max_score"]
-    assert fresh_run.results["max_score"] == reference_run.results["max_score"]
+        assert sum(t["max_score"] for t in run.results["tests"]) == run.results["extra_data"]["max_score"]
+    assert fresh_run.results["extra_data"]["max_score"] == reference_run.results["extra_data"]["max_score"]
 
 
 def test_partial_solution_scores_exactly_the_tasks_done(tmp_path, reference_run):

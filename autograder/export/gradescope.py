@@ -4,48 +4,75 @@
 pytest plugin (`autograder/conftest.py` loads it) this module writes it at the
 end of a run given `--results-json PATH` (a batch's per-submission file too).
 
-`python -m autograder gradescope --out autograder.zip` writes a zip with
-`setup.sh` (installs the course's grader), `run_autograder` (grades
-`/autograder/submission` into `/autograder/results/results.json`) and the
-grader's source. The bundle's `run_autograder` calls `grade_submission` below;
-it always leaves a valid results.json, even when the grader itself cannot run.
+`python -m autograder gradescope --out autograder.zip` writes the zip an
+instructor uploads. Gradescope unpacks it into `/autograder/source`, copies its
+`run_autograder` to `/autograder/`, and runs its `setup.sh` once to build the
+image (on any Ubuntu base image: see SETUP_SH); then `run_autograder` grades
+each `/autograder/submission` into `/autograder/results/results.json` through
+`grade_submission` below, and always leaves a valid results.json, even when the
+grader itself cannot run.
 """
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import zipfile
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.course.regions import REPO
 from autograder.export import submissions
 from autograder.grading import scorecard
 from autograder.grading.results import Results, Status
 
 SETUP_SH = """#!/usr/bin/env bash
-# Gradescope runs this once, when it builds the autograder image.
+# Gradescope runs this once, as root, when it builds the autograder image, on the base image the instructor picked.
+# Ubuntu 22.04, the default, has Python 3.10: older than the course's 3.11. uv, from PyPI, then provides a CPython
+# of its own (a python-build-standalone build, which uv downloads and checks); on an image whose python3 is 3.11 or
+# newer (Ubuntu 24.04) uv takes that one. Only what grading needs is installed: the `grading` extra's packages
+# (requirements-grading.txt), with torch's CPU build. AUTOGRADER_ROOT lets a test build on a fake /autograder tree.
 set -euo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+step="starting"
+trap 'echo "setup.sh: failed while ${step} (line $LINENO); the autograder image is not usable" >&2' ERR
+
+step="installing the system's packages (apt-get)"
+export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# bubblewrap: the `sandbox` level, where the container allows namespaces (Docker's default does not: `user`)
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip python3-venv bubblewrap >/dev/null
-python3 -m venv /autograder/venv
-# torch is pinned to 2.13.0 by the course; point pip at a CPU-only index (PIP_EXTRA_INDEX_URL) to keep the image small.
-/autograder/venv/bin/pip install --quiet /autograder/source
+# python3-venv: a place for uv; bubblewrap: the `sandbox` level, where a container allows namespaces (Gradescope's
+# does not: the grader runs at the `user` level there)
+apt-get install -y -qq python3 python3-venv bubblewrap >/dev/null
+
+step="installing uv (it provides a Python 3.11 or newer)"
+python3 -m venv "$ROOT/tools"
+"$ROOT/tools/bin/python" -m pip install --quiet "uv>=0.5"
+step="making the grader's Python environment (Python 3.11 or newer)"
+# under $ROOT, where the workers' users may read it (uv's default place is root's home, which they may not enter)
+export UV_PYTHON_INSTALL_DIR="$ROOT/python"
+"$ROOT/tools/bin/uv" venv --quiet --seed --python ">=3.11" "$ROOT/venv"
+
+step="installing what grading needs (torch's CPU build, pytest, numpy, graphviz)"
+# torch from PyTorch's CPU index (the default index has the CUDA build on Linux: 3 GB the grader never uses)
+"$ROOT/venv/bin/python" -m pip install --quiet --no-compile -r "$ROOT/source/requirements-grading.txt" \\
+    --extra-index-url https://download.pytorch.org/whl/cpu
+"$ROOT/venv/bin/python" -m pip install --quiet --no-deps "$ROOT/source"
+step="checking that the grader starts"
+"$ROOT/venv/bin/python" -c "import torch, pytest, autograder.grading.runner"
+
+step="protecting the grader's files"
 # The learner's code runs as an unprivileged user of its own: nothing of the grader may be writable by it.
-chown -R root:root /autograder/source /autograder/run_autograder /autograder/setup.sh /autograder/venv
-chmod -R go-w /autograder/source /autograder/venv
+chown -R root:root "$ROOT/source" "$ROOT/run_autograder" "$ROOT/venv" "$ROOT/python" "$ROOT/tools"
+chmod -R go-w "$ROOT/source" "$ROOT/venv" "$ROOT/python" "$ROOT/tools"
 # Where the kernel forbids namespaces, workers still run as users of their own: the reference and the hidden
 # checks must not be readable to them (everything else in the venv, such as torch, stays readable).
-chmod -R o-rwx /autograder/source
-/autograder/venv/bin/python - <<'PY'
+chmod -R o-rwx "$ROOT/source"
+"$ROOT/venv/bin/python" - <<'PY'
 import importlib.util, os, subprocess
 for name in ("autograder", "solutions"):
     for folder in importlib.util.find_spec(name).submodule_search_locations:
         subprocess.run(["chmod", "-R", "o-rwx", folder], check=True)
 PY
-chmod 0755 /autograder/run_autograder
+chmod 0755 "$ROOT/run_autograder"
+echo "setup.sh: the grader is ready ($("$ROOT/venv/bin/python" --version))"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -55,14 +82,6 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
 mkdir -p "$ROOT/results"
-# The container grades this one submission. Gradescope's Docker forbids namespaces, so workers run at the `user`
-# level, each as a user of its own: with no folder anyone may write, no data passes between them (a hidden
-# check's inputs into a visible message) and nothing fills the disk. The grader itself is root: it still writes.
-# Only in Gradescope's container itself (a test on a fake tree names stand-ins, or nothing: never this machine's).
-if [ -z "${AUTOGRADER_ROOT:-}" ]; then SHARED="/tmp /var/tmp /dev/shm /run/lock /var/lock /dev/mqueue"; fi
-for shared in ${AUTOGRADER_SHARED_FOLDERS:-${SHARED:-}}; do
-    if [ -d "$shared" ] && [ ! -L "$shared" ]; then chmod o-w "$shared"; fi
-done
 cd "$ROOT/source" && "$PYTHON" -m autograder gradescope-run --root "$ROOT"
 if [ ! -s "$ROOT/results/results.json" ]; then
     printf '{"score": 0, "output": "The autograder could not run; please tell your instructor.", "tests": []}\\n' \\
@@ -72,27 +91,19 @@ exit 0
 }
 """
 
-SOURCE_PARTS = ("autograder", "solutions", "exercises", "pyproject.toml", "README.md")
-
 
 def build_bundle(out: Path) -> Path:
-    """Write the zip Gradescope asks for: setup.sh and run_autograder at the top, the grader under source/."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.bak")
+    """Write the zip Gradescope asks for. Gradescope unpacks it into /autograder/source, copies `run_autograder`
+    to /autograder and runs `setup.sh` there: so the scripts, the grader and its requirements are all at the top."""
     with tempfile.TemporaryDirectory() as tmp:
-        staging = Path(tmp)
-        for part in SOURCE_PARTS:
-            src = REPO / part
-            if src.is_dir():
-                shutil.copytree(src, staging / "source" / part, ignore=ignore)
-            else:
-                shutil.copy2(src, staging / "source" / part)
+        staging = submissions.copy_grader(Path(tmp) / "source")
         out.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
             for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
                 info = zipfile.ZipInfo(name)
                 info.external_attr = 0o755 << 16  # executable, as Gradescope requires
                 zf.writestr(info, text)
-            for path in sorted((staging / "source").rglob("*")):
+            for path in sorted(staging.rglob("*")):
                 if path.is_file():
                     zf.write(path, path.relative_to(staging))
     return out
@@ -103,32 +114,50 @@ def grade_submission(root: Path) -> dict:
 
     The learner's code runs only in the runner's sandboxed workers, which are
     all gone before the results are written; whatever happens, a valid file is.
+    What the isolation level means in Gradescope's container goes to the
+    instructor alone: the stdout Gradescope keeps (hidden from students) and
+    `extra_data`.
     """
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
-    graded, notes = submissions.grade_staged(root / "submission", root)
+    graded, notes = submissions.grade_staged(root / "submission", root, "gradescope", Path("/autograder"))
     if isinstance(graded, BaseException):
         results = {
             "score": 0,
+            "output": code_block(
+                "\n".join(
+                    [
+                        *notes,
+                        f"The grader could not grade this submission ({type(graded).__name__}); "
+                        "please tell your instructor.",
+                    ]
+                )
+            ),
+            "output_format": "md",
             "tests": [],
-            "output": f"The grader could not grade this submission ({type(graded).__name__}); "
-            "please tell your instructor.",
         }
     else:
-        results = results_json(graded)
-    if notes:
-        results["output"] = "\n".join(notes) + "\n\n" + results.get("output", "")
+        results = results_json(graded, notes)
+        print(results["extra_data"]["platform_note"])
     scorecard.write_json(results_path, results)
     return results
 
 
-def results_json(results: Results) -> dict:
+def code_block(text: str) -> str:
+    """`text` as a Markdown code block (each line indented four spaces): shown in a fixed-width font, aligned, and
+    never read as Markdown or HTML, whatever the learner's code printed."""
+    return "\n".join(f"    {line}" for line in text.splitlines())
+
+
+def results_json(results: Results, notes: list[str] = ()) -> dict:
     """Gradescope's results.json: one entry per task, numbered by task id; hidden checks show name and status only.
 
-    Bonus tasks are extra credit: each is a test worth `max_score: 0` whose
-    `score` is the bonus points earned, and the top-level `score` (which
-    Gradescope takes over the sum of the tests) adds them to the graded points,
-    so it can go above `max_score`, the full marks without bonus.
+    Only the fields of Gradescope's specification are at the top; the rest is in `extra_data`. The scorecard is a
+    Markdown code block (`output_format: md`), each test's output plain text in Gradescope's <pre> (`text`).
+    Bonus tasks are extra credit: each is a test worth `max_score: 0` whose `score` is the bonus points earned,
+    and the top-level `score` (which overrides the sum of the tests, in Gradescope's words) adds them to the
+    graded points, so a learner can go above the assignment's points: the full marks without bonus,
+    `extra_data.max_score`, which is what the instructor sets as the assignment's autograder points.
     """
     tasks, isolation = results.tasks, results.isolation
     card = scorecard.text(results, hide_hidden=True)
@@ -138,23 +167,29 @@ def results_json(results: Results) -> dict:
         tests.append(
             {
                 "name": f"{t.task.id} {t.task.title}" + (" (bonus)" if t.task.bonus else ""),
+                "name_format": "text",
                 "number": t.task.id,
                 "score": t.earned,
                 "max_score": 0 if t.task.bonus else t.points,
                 "status": "passed" if t.status == Status.PASSED else "failed",
                 "output": "\n".join(lines),
+                "output_format": "text",
                 **({"tags": tags} if (tags := scorecard.task_tags(t)) else {}),
             }
         )
     return {
         "score": results.score + results.bonus,
-        "max_score": results.max_score,
-        "output": card,
+        "output": code_block("\n".join([*notes, "", card]) if notes else card),
+        "output_format": "md",
+        "test_output_format": "text",
+        "test_name_format": "text",
         "stdout_visibility": "hidden",
         "tests": tests,
         "extra_data": {
+            "max_score": results.max_score,
             "status": {t.task.id: t.status for t in tasks},
             "isolation": isolation,
+            **({"platform_note": scorecard.platform_note(results)} if results.platform else {}),
             "memory_limit": results.memory_limit,
             "fresh_inputs": results.fresh_inputs,
             "bonus": results.bonus,

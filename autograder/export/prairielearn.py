@@ -1,32 +1,52 @@
-"""PrairieLearn: build the external grader's bundle, and grade a submission the way PrairieLearn runs it.
+"""PrairieLearn: write what a course needs to grade the exercises there, and grade a submission as PrairieLearn does.
 
-PrairieLearn's external grading runs a container per submission with the
-submitted files in `/grade/student/` and reads `/grade/results/results.json`:
-`gradable`, `score` from 0 to 1, a `message`, and `tests` with their `points`,
-`max_points`, `message` and `output`. `python -m autograder prairielearn --out
-DIR` writes the course's grader under `DIR/serverFilesCourse/backprop/` with its
-entrypoint `run.sh` (`python -m autograder prairielearn-run --root /grade`),
-to name in a question's `externalGradingOptions`. The grader that cannot run
-still writes results: `gradable: false`, so PrairieLearn does not count it.
+PrairieLearn's external grading runs a container of the question's image per
+submission, with the question's `serverFilesCourse` folders under
+`/grade/serverFilesCourse/`, the submitted files in `/grade/student/`, and reads
+`/grade/results/results.json`: `gradable`, `score` from 0 to 1, a `message`, and
+`tests` with their `points`, `max_points`, `message` and `output` (under 1 MB).
+
+`python -m autograder prairielearn --out DIR` writes, for an instructor to copy
+into their course repository:
+
+- `DIR/serverFilesCourse/backprop/`: the grader, with its entrypoint `run.sh`
+  (`python3 -m autograder prairielearn-run --root /grade`);
+- `DIR/grading-image/`: the `Dockerfile` of the grading image (a slim Python
+  with torch's CPU build, pytest, numpy and graphviz: the `grading` extra) and
+  the requirements it installs;
+- `DIR/questions/backprop/`: an example question, `info.json` (its
+  `externalGradingOptions`) and `question.html` (an upload for each graded file).
+
+A grader that cannot run still writes results: `gradable: false`, so
+PrairieLearn does not count the attempt.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import uuid
 from pathlib import Path
 
-from autograder.course.regions import REPO
 from autograder.export import submissions
-from autograder.export.gradescope import SOURCE_PARTS
+from autograder.grading import scorecard
 from autograder.grading.results import Results
 
+FOLDER = "backprop"  # the grader's folder under serverFilesCourse/, and the example question's
+IMAGE = "YOUR-DOCKER-HUB-NAME/backprop-grader"  # the instructor's image, built from grading-image/Dockerfile
+TIMEOUT = 120  # seconds: the question's externalGradingOptions.timeout (README: "PrairieLearn")
+PYTHON_IMAGE = "python:3.11-slim"  # the Python CI grades with; torch's CPU wheels exist for it
+
 RUN_SH = """#!/usr/bin/env bash
-# PrairieLearn's entrypoint for every submission (externalGradingOptions.entrypoint). GRADE_ROOT lets a test run it
-# on a fake /grade tree. It always leaves a results.json: PrairieLearn counts none from a grader that could not run.
+# PrairieLearn's entrypoint for every submission (externalGradingOptions.entrypoint), run as root in the
+# question's image. GRADE_ROOT lets a test run it on a fake /grade tree. It always leaves a results.json:
+# PrairieLearn counts none from a grader that could not run.
 ROOT="${GRADE_ROOT:-/grade}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PYTHON="${AUTOGRADER_PYTHON:-python3}"
 mkdir -p "$ROOT/results"
+# The learner's code runs as users of their own: the reference and the hidden checks must be out of their reach.
+chmod -R o-rwx "$HERE/source"
 cd "$HERE/source" && "$PYTHON" -m autograder prairielearn-run --root "$ROOT"
 if [ ! -s "$ROOT/results/results.json" ]; then
     printf '{"gradable": false, "message": "The autograder could not run; please tell your instructor."}\\n' \\
@@ -35,30 +55,87 @@ fi
 exit 0
 """
 
+DOCKERFILE = f"""# The grading image of the course's PrairieLearn questions: a slim Python with what grading needs.
+# Build and push it (docker build -t {IMAGE} . && docker push {IMAGE}), then name it in each question's
+# externalGradingOptions.image. The grader itself comes with each job, from serverFilesCourse/{FOLDER}/.
+FROM {PYTHON_IMAGE}
+COPY {submissions.REQUIREMENTS} /tmp/{submissions.REQUIREMENTS}
+# torch from PyTorch's CPU index: the default index has the CUDA build on Linux (3 GB the grader never uses)
+RUN python3 -m pip install --no-cache-dir -r /tmp/{submissions.REQUIREMENTS} \\
+        --extra-index-url https://download.pytorch.org/whl/cpu \\
+    && rm /tmp/{submissions.REQUIREMENTS} \\
+    && python3 -c "import torch, pytest, numpy, graphviz"
+# PrairieLearn runs the container as this image's user: root, which the grader needs to run each check as a user
+# of its own (the `user` isolation level: PrairieLearn's containers allow no user namespaces).
+"""
+
 
 def build_bundle(out: Path) -> Path:
-    """Write the course's grader for PrairieLearn's `serverFilesCourse`: `run.sh` and the grader under `source/`."""
-    bundle = out / "serverFilesCourse" / "backprop"
-    if bundle.exists():
-        shutil.rmtree(bundle)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.bak")
-    for part in SOURCE_PARTS:
-        src = REPO / part
-        if src.is_dir():
-            shutil.copytree(src, bundle / "source" / part, ignore=ignore)
-        else:
-            (bundle / "source").mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, bundle / "source" / part)
+    """Write the grader (`serverFilesCourse/backprop/`), the grading image and the example question under `out`."""
+    bundle = out / "serverFilesCourse" / FOLDER
+    for folder in (bundle, out / "grading-image", out / "questions" / FOLDER):
+        if folder.exists():
+            shutil.rmtree(folder)
+    submissions.copy_grader(bundle / "source")
     run = bundle / "run.sh"
     run.write_text(RUN_SH)
     run.chmod(0o755)
+    image = out / "grading-image"
+    image.mkdir(parents=True)
+    (image / "Dockerfile").write_text(DOCKERFILE)
+    shutil.copy2(bundle / "source" / submissions.REQUIREMENTS, image / submissions.REQUIREMENTS)
+    question = out / "questions" / FOLDER
+    question.mkdir(parents=True)
+    (question / "info.json").write_text(json.dumps(question_info(), indent=2) + "\n")
+    (question / "question.html").write_text(question_html())
     return bundle
+
+
+def question_info() -> dict:
+    """The example question's info.json: graded externally, in the course's image, by `run.sh`."""
+    return {
+        "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "backprop-course/prairielearn/exercises")),
+        "title": "Backpropagation from scratch: the course's exercises",
+        "topic": "Backpropagation",
+        "tags": ["code", "autograder"],
+        "type": "v3",
+        "singleVariant": True,
+        "gradingMethod": "External",
+        "externalGradingOptions": {
+            "enabled": True,
+            "image": IMAGE,
+            "serverFilesCourse": [f"{FOLDER}/"],
+            "entrypoint": f"/grade/serverFilesCourse/{FOLDER}/run.sh",
+            "timeout": TIMEOUT,
+        },
+    }
+
+
+def question_html() -> str:
+    """The example question's page: what to submit, an upload for each graded file (any may be left out: it is
+    graded as its stub), and PrairieLearn's own elements for the results."""
+    names = ", ".join(submissions.expected_files())
+    return f"""<pl-question-panel>
+  <p>
+    Upload the files of <code>exercises/</code> that you have worked on. A file you leave out is graded as its
+    empty stub, so you can hand in one lesson at a time.
+  </p>
+  <p>
+    Before you submit, grade your work on your own machine with <code>pytest autograder</code>: this question
+    runs the same checks, also on numbers drawn for your submission alone.
+  </p>
+  <pl-file-upload optional-file-names="{names}"></pl-file-upload>
+</pl-question-panel>
+
+<pl-submission-panel>
+  <pl-external-grader-results></pl-external-grader-results>
+  <pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
 
 
 def results_json(results: Results, notes: list[str] = ()) -> dict:
     """PrairieLearn's results.json: the graded tasks' share of full marks, one test per task (bonus ones at 0)."""
-    from autograder.grading import scorecard
-
     tests = []
     for t in results.tasks:
         tests.append(
@@ -81,12 +158,14 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
 
 
 def grade_submission(root: Path) -> dict:
-    """Grade `root/student` and write `root/results/results.json`; return what was written."""
-    from autograder.grading import scorecard
+    """Grade `root/student` and write `root/results/results.json`; return what was written.
 
+    What the isolation level means in PrairieLearn's container goes to the job's log (its standard output, which
+    the course's staff read), not to the student.
+    """
     path = root / "results" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    graded, notes = submissions.grade_staged(root / "student", root)
+    graded, notes = submissions.grade_staged(root / "student", root, "prairielearn", Path("/grade"))
     if isinstance(graded, BaseException):
         results = {
             "gradable": False,
@@ -95,5 +174,6 @@ def grade_submission(root: Path) -> dict:
         }
     else:
         results = results_json(graded, notes)
+        print(scorecard.platform_note(graded))
     scorecard.write_json(path, results)
     return results

@@ -7,13 +7,38 @@ graded as its stub), copied as regular files, and graded as a graded run, out of
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import tempfile
+import tomllib
 from pathlib import Path
 
-from autograder.course.regions import EXERCISES, solution_files
+from autograder.course.regions import EXERCISES, REPO, solution_files
 from autograder.grading.options import GradeOptions
+
+SOURCE_PARTS = ("autograder", "solutions", "exercises", "pyproject.toml", "README.md")
+REQUIREMENTS = "requirements-grading.txt"  # the `grading` extra's packages, which a platform's image installs
+
+
+def grading_requirements() -> list[str]:
+    """The `grading` extra of pyproject.toml: what a platform's grading image installs (no Jupyter, no mkdocs)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return project["optional-dependencies"]["grading"]
+
+
+def copy_grader(into: Path) -> Path:
+    """The course's grader as a platform's image installs it: its sources, and the requirements of grading alone."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.bak")
+    into.mkdir(parents=True, exist_ok=True)
+    for part in SOURCE_PARTS:
+        src = REPO / part
+        if src.is_dir():
+            shutil.copytree(src, into / part, ignore=ignore)
+        else:
+            shutil.copy2(src, into / part)
+    (into / REQUIREMENTS).write_text("".join(f"{line}\n" for line in grading_requirements()), encoding="utf-8")
+    return into
 
 
 def expected_files() -> list[str]:
@@ -33,13 +58,30 @@ def find_submitted(submission: Path) -> dict[str, Path]:
     return {name: best / name for name in names if (best / name).is_file()}
 
 
-def submission_options(root: Path, graded: Path) -> GradeOptions:
-    """How a submission is graded: the course's limits, Gradescope's folder hidden, inputs drawn for it alone
-    (a graded run: answers known from the pages are worth nothing)."""
-    return GradeOptions(impl=graded, hide=(root,), fresh_inputs=secrets.randbelow(2**31))
+def submission_options(root: Path, graded: Path, platform: str) -> GradeOptions:
+    """How a submission is graded: the course's limits, the platform's folder hidden, inputs drawn for it alone
+    (a graded run: answers known from the pages are worth nothing), and the platform's words in the results."""
+    return GradeOptions(impl=graded, hide=(root,), fresh_inputs=secrets.randbelow(2**31), platform=platform)
 
 
-def grade_staged(submission: Path, hide: Path):
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
+SHARED_VARIABLE = "AUTOGRADER_SHARED_FOLDERS"  # a test's stand-ins for SHARED_FOLDERS, on a fake platform tree
+
+
+def close_shared_folders(root: Path, platform_root: Path) -> None:
+    """In the platform's container, which grades this one submission, nobody but root may write the folders that
+    every user may: the workers run as users of their own, and a folder they all could write would pass data
+    between them (a hidden check's inputs into a visible message) or fill the disk. The grader, root, still
+    writes there. Only in the container itself (`root` is its own /autograder or /grade), or in the stand-ins a
+    test names: never a developer's machine."""
+    named = os.environ.get(SHARED_VARIABLE)
+    folders = named.split() if named is not None else SHARED_FOLDERS if root == platform_root else ()
+    for folder in map(Path, folders):
+        if folder.is_dir() and not folder.is_symlink():
+            folder.chmod(folder.stat().st_mode & 0o7775)
+
+
+def grade_staged(submission: Path, hide: Path, platform: str, platform_root: Path):
     """The one way a platform grades a submission (Gradescope's, PrairieLearn's): the course's files found in
     `submission` (a missing one graded as its stub), copied as regular files, graded as a graded run with `hide`
     out of the workers' sight. Returns the `Results` (or the exception that stopped the grader) and the notes for
@@ -47,6 +89,7 @@ def grade_staged(submission: Path, hide: Path):
     from autograder.grading import runner
     from autograder.grading.batch import private_copy
 
+    close_shared_folders(hide, platform_root)
     found = find_submitted(submission)
     missing = sorted(set(expected_files()) - set(found))
     notes = [f"Not in your submission (graded as the empty stubs): {', '.join(missing)}."] if missing else []
@@ -61,6 +104,6 @@ def grade_staged(submission: Path, hide: Path):
         graded, left = private_copy(staged, Path(tmp) / "graded")
         notes += [f"Not graded: {item}." for item in left]
         try:
-            return runner.grade(submission_options(hide, graded)), notes
+            return runner.grade(submission_options(hide, graded, platform)), notes
         except Exception as exc:  # noqa: BLE001 - the learner must get valid results whatever happens
             return exc, notes

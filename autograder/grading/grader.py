@@ -80,7 +80,8 @@ class Grader:
         self.root = self.options.folder()
         if not self.root.is_dir():
             raise BadOptions(f"--impl {impl}: no such folder ({self.root})")
-        self.impl_option = "" if impl == "exercises" else f" --impl {impl}"
+        # a platform's learner grades their own clone's exercises/: no --impl in the commands the results suggest
+        self.impl_option = "" if impl == "exercises" or self.options.platform else f" --impl {impl}"
         self.timeout = self.options.check_timeout
         self.memory_mb = self.options.memory_limit
         try:
@@ -94,6 +95,7 @@ class Grader:
         self.draw = draw
         self.results = Results(self.graded_name(), self.impl_option, self.level, complete=False)
         self.results.fresh_inputs = self.fresh_seed
+        self.results.platform = self.options.platform
         self.results.self_checked = has_sources()
         self.checker: Grader | None = None  # the reference's grader, made at the first check that fails
         self.by_nodeid: dict[str, TestResult] = {}
@@ -120,7 +122,18 @@ class Grader:
             self.cache.save("answers")
 
     def graded_name(self) -> str:
+        if self.options.platform:
+            return "your submission"
         return str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
+
+    def without_paths(self, text: str) -> str:
+        """`text` as a platform's learner reads it: their files by name ("engine.py:250"), never the temporary
+        folder the platform's copy of them was graded in."""
+        if not self.options.platform:
+            return text
+        for folder in {str(self.root), str(Path(self.options.impl).absolute())}:
+            text = text.replace(folder + os.sep, "").replace(folder, ".")
+        return text
 
     def selects(self, task_id: str) -> bool:
         lessons, tasks = self.options.lessons, self.options.tasks

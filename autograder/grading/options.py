@@ -22,6 +22,7 @@ from autograder.grading import limits
 from autograder.worker.wire import LEVELS
 
 NAMED_FOLDERS = ("exercises", "solutions")  # what --impl names without a path: folders of the course
+PLATFORMS = ("gradescope", "prairielearn")  # where a class's submissions are graded, one container each
 NOTEBOOK_TIMEOUT = "AUTOGRADER_TIMEOUT"  # a notebook's grading runs: the time limit of each check, seconds
 
 
@@ -82,6 +83,13 @@ class GradeOptions:
         None,
         "SEED",
         type=int,
+    )
+    platform: str | None = _option(
+        "--platform",
+        "grade a submission as this platform's grader does: the results call it 'your submission', show no "
+        "path of its folder and suggest commands for the learner's own clone; the container is the sandbox",
+        None,
+        choices=PLATFORMS,
     )
     results_json: str | None = _option(
         "--results-json", "also write the result in Gradescope's results.json format", None, "PATH"

@@ -204,6 +204,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 scorecard.grade_command(result.task, grader.impl_option),
             )
         result.status, result.message, result.waits_for = verdicts.classify(call.excinfo.value, result.task)
+        result.message = grader.without_paths(result.message)
         result.settled = True
         grader.stop_capstones_waiting_for(result.task)
     if call.when == "teardown":

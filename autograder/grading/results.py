@@ -144,6 +144,9 @@ class Results:
     self_checked: bool = True  # a failed check was asked of the reference too (never in a student edition)
     spawned_because: str = ""  # why workers were spawned where they would have been forked ("" if they were not)
     edition: bool = False  # graded in a student edition: a task's checks run over the learner's code for the others
+    platform: str | None = (
+        None  # graded as a platform's grader (Gradescope, PrairieLearn): its container is the sandbox
+    )
 
     @property
     def tasks(self) -> list[TaskResult]:

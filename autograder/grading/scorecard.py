@@ -78,6 +78,7 @@ def scorecard(
     self_checked: bool = True,
     spawned_because: str = "",
     edition: bool = False,
+    platform: str | None = None,
 ) -> str:
     """The text printed at the end of a grading run."""
     width = CARD_WIDTH
@@ -106,7 +107,7 @@ def scorecard(
         out.append(f"Each visible check was also asked on numbers drawn for this run (seed {fresh_inputs}).")
     if edition and any(t.waits_for for t in tasks):
         out.append(EDITION_WAITS)
-    if isolation:
+    if isolation and not platform:  # a platform's container is the sandbox: its instructor reads `platform_note`
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
         if Level(isolation).feedback_only:  # what this level cannot promise (the README's isolation table)
             out.append("This is feedback: at this level your code could change files of the grader's, so the")
@@ -280,6 +281,26 @@ def text(results: Results, hide_hidden: bool = False) -> str:
         self_checked=results.self_checked,
         spawned_because=results.spawned_because,
         edition=results.edition,
+        platform=results.platform,
+    )
+
+
+def platform_note(results: Results) -> str:
+    """For a platform's instructor (Gradescope's stdout and extra_data, PrairieLearn's job log), never its
+    learners: what the isolation level the grader ran at means in the platform's container."""
+    level = Level(results.isolation)
+    if level.namespaces:
+        return f"Isolation level: {level}: each check ran in a sandbox of its own (bubblewrap's namespaces)."
+    if level.own_user:
+        return (
+            f"Isolation level: {level}. The container allows no user namespaces, so each check ran in a process of "
+            "a user of its own, which can write none of the grader's files; the container, one per submission, is "
+            "the sandbox around them, and these results were written after every such process had ended. "
+            "The grade counts."
+        )
+    return (
+        f"Isolation level: {level}. The grader did not run as root, so the learner's code ran as the grader's own "
+        "user and could have changed the grader's files: run the grading container as root for a grade that counts."
     )
 
 
