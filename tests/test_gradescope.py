@@ -20,6 +20,8 @@ import jsonschema
 import pytest
 
 from autograder.course import registry
+from autograder.grading import scorecard
+from autograder.grading.results import Results
 
 from .conftest import REPO
 from .test_grading import RESULTS_SCHEMA
@@ -194,10 +196,19 @@ def test_learner_text_reaches_gradescope_as_text_in_aligned_columns(bundle, tmp_
     lines = results["output"].splitlines()
     assert all(line.startswith("    ") or not line.strip() for line in lines)  # one indented code block
     assert any("Scorecard: your submission" in line for line in lines)
-    totals = [line for line in lines if line.lstrip().startswith(("Lesson ", "Total"))]
+    totals = [line for line in lines if line.lstrip().startswith("Lesson ")]
     assert len({line.rindex("/") for line in totals}) == 1, totals  # the points column lines up
     assert "<b>**bold**</b>" in results["output"] or "<b>**bold**</b>" in json.dumps(results["tests"])
     assert all(t["output_format"] == "text" and t["name_format"] == "text" for t in results["tests"])
-    assert "nn.py:1: SyntaxError" in json.dumps(results)  # the learner's file by its name, not the staged copy's path
+    assert "where:    nn.py:1 in <module>" in json.dumps(results)  # the learner's file by its name, not a staged path
     assert "This is feedback" not in json.dumps(results) and "does not count" not in json.dumps(results)
-    assert "The grade counts" in results["extra_data"]["platform_note"]
+    assert results["extra_data"]["platform_note"].startswith(f"Isolation level: {results['extra_data']['isolation']}")
+
+
+@pytest.mark.parametrize("level", ["sandbox", "user", "processes"])
+def test_the_instructor_reads_what_the_level_means_in_the_container(level):
+    note = scorecard.platform_note(Results("your submission", "", level, platform="gradescope"))
+    # at `user`, the platform's own level, the container is the sandbox and the grade counts; at `processes`
+    # (a container not run as root) the learner's code could have written the grader's files
+    assert ("The grade counts" in note) == (level == "user")
+    assert ("could have changed the grader's files" in note) == (level == "processes")
