@@ -149,3 +149,21 @@ class Starved:
     def end(self) -> None:
         self.done.set()
         self.thread.join()
+
+
+PYENV_VERSIONS = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+
+
+def pyenv_python(minor: int) -> Path:
+    """pyenv's CPython 3.`minor` (these machines hold 3.10 to 3.13): a stand-in for a platform image's Python."""
+    found = sorted(PYENV_VERSIONS.glob(f"3.{minor}.*/bin/python3.{minor}"))
+    if not found:
+        pytest.skip(f"no Python 3.{minor} under {PYENV_VERSIONS} to stand in for a platform image's")
+    return found[-1]
+
+
+def pip_environment() -> dict:
+    """The environment for a pip that installs what a platform image would: this machine's pip settings (its
+    wheel folder stands in for PyTorch's CPU index, which it cannot reach), and an index it cannot reach given
+    up at once rather than retried for minutes."""
+    return {**os.environ, "PIP_RETRIES": "0", "PIP_DEFAULT_TIMEOUT": "15", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}

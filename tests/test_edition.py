@@ -123,7 +123,9 @@ def test_the_edition_is_a_course_of_its_own(edition, python, reference_run, tmp_
         solved = tmp_path / "solved.json"
         in_edition(edition, python, "-m", "pytest", "autograder", "--results-json", str(solved))
         data = json.loads(solved.read_text())
-        full = data["extra_data"]["max_score"] + data["extra_data"]["bonus_max"]  # full marks, and the bonus as extra credit
+        full = (
+            data["extra_data"]["max_score"] + data["extra_data"]["bonus_max"]
+        )  # full marks, and the bonus as extra credit
         assert data["score"] == full == sum(r["points"] for r in visible), data["output"][-3000:]
         notebooks = sorted((edition / "exercises" / "notebooks").glob("*.ipynb"))
         run = in_edition(

@@ -23,7 +23,7 @@ from autograder.course import registry
 from autograder.grading import scorecard
 from autograder.grading.results import Results
 
-from .conftest import REPO
+from .conftest import REPO, pip_environment, pyenv_python
 from .test_grading import RESULTS_SCHEMA
 
 
@@ -97,7 +97,12 @@ def test_a_correct_submission_gets_full_marks(bundle, tmp_path):
     files = {p.name: p.read_text() for p in (REPO / "solutions").glob("*.py") if p.name != "__init__.py"}
     results = run_autograder(bundle, tmp_path, files)
     # full marks, and every bonus point on top as extra credit
-    assert results["score"] == results["extra_data"]["max_score"] + results["extra_data"]["bonus_max"] > results["extra_data"]["max_score"] > 0
+    assert (
+        results["score"]
+        == results["extra_data"]["max_score"] + results["extra_data"]["bonus_max"]
+        > results["extra_data"]["max_score"]
+        > 0
+    )
     assert isinstance(results["extra_data"]["fresh_inputs"], int)  # a graded run: its visible checks asked afresh
 
 
@@ -212,3 +217,94 @@ def test_the_instructor_reads_what_the_level_means_in_the_container(level):
     # (a container not run as root) the learner's code could have written the grader's files
     assert ("The grade counts" in note) == (level == "user")
     assert ("could have changed the grader's files" in note) == (level == "processes")
+
+
+# --- The image as Gradescope builds it: setup.sh on the default base image (Ubuntu 22.04, whose python3 is 3.10) ---
+
+
+def setup_environment(root: Path, tools: Path, python3: Path) -> dict:
+    """setup.sh's environment: `python3` is the base image's; apt-get a stand-in that logs what it was asked
+    (this machine is Debian, and root: a real apt-get would change it); uv finds pyenv's 3.11 where on Gradescope
+    it downloads a CPython build (this machine reaches no such download)."""
+    tools.mkdir(exist_ok=True)
+    apt = tools / "apt-get"
+    apt.write_text('#!/bin/sh\necho "$@" >> "$APT_LOG"\n[ -z "$APT_FAILS" ]\n')
+    apt.chmod(0o755)
+    for name, target in (("python3", python3), ("python3.11", pyenv_python(11))):
+        (tools / name).unlink(missing_ok=True)
+        (tools / name).symlink_to(target)
+    return {
+        **pip_environment(),
+        "PATH": f"{tools}:/usr/bin:/bin",
+        "AUTOGRADER_ROOT": str(root),
+        "APT_LOG": str(tools / "apt.log"),
+        "UV_PYTHON_DOWNLOADS": "never",
+    }
+
+
+@pytest.fixture(scope="module")
+def image(bundle, tmp_path_factory):
+    """The /autograder tree after Gradescope's image build: the zip laid out, then setup.sh run in source/."""
+    tmp = tmp_path_factory.mktemp("image")
+    root = lay_out(bundle, tmp)
+    env = setup_environment(root, tmp / "tools", pyenv_python(10))
+    start = time.monotonic()
+    proc = subprocess.run(
+        ["bash", "setup.sh"], cwd=root / "source", env=env, capture_output=True, text=True, timeout=1500
+    )
+    return root, proc, time.monotonic() - start
+
+
+def test_setup_sh_builds_the_grader_on_the_default_image_s_python_3_10(image):
+    root, proc, seconds = image
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    python = root / "venv" / "bin" / "python"
+    probe = "import sys, torch; print(sys.version_info >= (3, 11), torch.version.cuda)"
+    said = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert said == ["True", "None"]  # a Python the course supports, and torch's CPU build
+    installed = subprocess.run([python, "-m", "pip", "list"], capture_output=True, text=True, check=True).stdout
+    # only what grading needs: none of the learner's Jupyter, site or watch packages
+    for package in ("jupyterlab", "notebook", "mkdocs", "matplotlib", "watchfiles"):
+        assert package not in installed.lower()
+    assert "bubblewrap" in (root.parent / "tools" / "apt.log").read_text()
+    size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and not f.is_symlink()) / 2**20
+    print(f"setup.sh: {seconds:.0f} s, {size:.0f} MiB under /autograder")
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [("reference", "full"), ("stubs", "zero"), ("syntax error", "partial"), ("missing file", "partial")],
+)
+def test_the_built_image_grades_as_gradescope_runs_it(image, tmp_path, case, expected):
+    root, proc, _ = image
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    files = {p.name: p.read_text() for p in (REPO / "solutions").glob("*.py") if p.name != "__init__.py"}
+    if case == "stubs":
+        files = {p.name: p.read_text() for p in (REPO / "exercises").glob("*.py") if p.name != "__init__.py"}
+    elif case == "syntax error":
+        files["engine.py"] += "\ndef broken(:\n"
+    elif case == "missing file":
+        del files["nn.py"]
+    results = run_autograder(None, tmp_path, files, python=None, root=root)
+    full = results["extra_data"]["max_score"]
+    if expected == "full":
+        assert results["score"] == full + results["extra_data"]["bonus_max"] > full > 0
+    elif expected == "zero":
+        assert results["score"] == 0 and set(results["extra_data"]["status"].values()) == {"not started"}
+    else:
+        assert 0 < results["score"] - results["extra_data"]["bonus"] < full
+    if case == "syntax error":
+        assert "engine.py:" in results["output"] and "SyntaxError" in results["output"]
+        assert results["extra_data"]["status"]["2.1"] == "error" and results["extra_data"]["status"]["1.1"] == "passed"
+    if case == "missing file":
+        assert "Not in your submission (graded as the empty stubs): nn.py." in results["output"]
+        assert results["extra_data"]["status"]["10.1"] == "not started"
+
+
+def test_setup_sh_that_cannot_install_stops_with_a_clear_message(bundle, tmp_path):
+    root = lay_out(bundle, tmp_path)
+    env = {**setup_environment(root, tmp_path / "tools", pyenv_python(10)), "APT_FAILS": "1"}
+    proc = subprocess.run(["bash", "setup.sh"], cwd=root / "source", env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "setup.sh: failed while installing the system's packages (apt-get)" in proc.stderr
+    assert not (root / "venv").exists()

@@ -70,7 +70,9 @@ def scorecard_total(output: str) -> tuple[int, int]:
 def test_reference_scores_full_marks(reference_run):
     results = reference_run.results
     bonus = results["extra_data"]["bonus_max"]  # on top of full marks, as extra credit
-    assert results["score"] == results["extra_data"]["max_score"] + bonus > results["extra_data"]["max_score"] > 0, reference_run.output[-4000:]
+    assert results["score"] == results["extra_data"]["max_score"] + bonus > results["extra_data"]["max_score"] > 0, (
+        reference_run.output[-4000:]
+    )
     assert results["extra_data"]["bonus"] == bonus
     assert set(reference_run.status.values()) == {"passed"}
     assert reference_run.returncode == 0

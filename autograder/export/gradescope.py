@@ -48,6 +48,7 @@ python3 -m venv "$ROOT/tools"
 step="making the grader's Python environment (Python 3.11 or newer)"
 # under $ROOT, where the workers' users may read it (uv's default place is root's home, which they may not enter)
 export UV_PYTHON_INSTALL_DIR="$ROOT/python"
+mkdir -p "$UV_PYTHON_INSTALL_DIR"
 "$ROOT/tools/bin/uv" venv --quiet --seed --python ">=3.11" "$ROOT/venv"
 
 step="installing what grading needs (torch's CPU build, pytest, numpy, graphviz)"
