@@ -1,10 +1,12 @@
 """PrairieLearn's external grader (`autograder/export/prairielearn.py`), run as PrairieLearn runs it: its
-entrypoint on a fake /grade tree, the submitted files in `student/`, the results in `results/results.json`."""
+entrypoint `run.sh` on a /grade tree (the grader under serverFilesCourse/, the submitted files in student/, the
+results in results/results.json), with a Python that holds only what the grading image's Dockerfile installs."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,43 +14,133 @@ from pathlib import Path
 
 import pytest
 
-from autograder.export import prairielearn
+from autograder.export import prairielearn, submissions
 
-from .conftest import REPO
+from .conftest import REPO, pip_environment, pyenv_python
+
+MAX_RESULTS = 1_000_000  # bytes: PrairieLearn does not take a larger results.json
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    return prairielearn.build_bundle(tmp_path_factory.mktemp("course"))
+def course(tmp_path_factory) -> Path:
+    """What `python -m autograder prairielearn --out DIR` writes."""
+    out = tmp_path_factory.mktemp("course")
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "prairielearn", "--out", str(out)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    return out
 
 
-def run(bundle: Path, tmp_path: Path, files_from: Path, python: str = sys.executable) -> dict:
+@pytest.fixture(scope="module")
+def image_python(course, tmp_path_factory) -> Path:
+    """The grading image's Python as this machine can make it: the Python its Dockerfile starts FROM (pyenv's, for
+    the official image), in a fresh environment holding only the requirements the Dockerfile installs."""
+    dockerfile = (course / "grading-image" / "Dockerfile").read_text()
+    minor = re.search(r"^FROM python:3\.(\d+)-slim$", dockerfile, re.MULTILINE)
+    copied = re.search(r"^COPY (\S+) ", dockerfile, re.MULTILINE)
+    assert minor and copied, dockerfile
+    venv = tmp_path_factory.mktemp("image") / "python"
+    subprocess.run([pyenv_python(int(minor[1])), "-m", "venv", venv], check=True)
+    requirements = course / "grading-image" / copied[1]
+    subprocess.run(
+        [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "-r", requirements],
+        env=pip_environment(),
+        check=True,
+        capture_output=True,
+    )
+    return venv / "bin" / "python"
+
+
+def run(course: Path, tmp_path: Path, files: dict[str, str], python) -> dict:
+    """One grading job: a /grade tree as PrairieLearn lays it out, its entrypoint run, the results checked against
+    PrairieLearn's rules (under 1 MB; `gradable`; a score from 0 to 1 where gradable)."""
     root = tmp_path / "grade"
+    shutil.copytree(course / "serverFilesCourse", root / "serverFilesCourse", symlinks=True)
     (root / "student").mkdir(parents=True)
-    for path in files_from.glob("*.py"):
-        shutil.copy(path, root / "student" / path.name)
-    env = {**os.environ, "GRADE_ROOT": str(root), "AUTOGRADER_PYTHON": python, "PYTHONPATH": str(bundle / "source")}
-    subprocess.run(["bash", str(bundle / "run.sh")], env=env, capture_output=True, text=True, timeout=900)
-    return json.loads((root / "results" / "results.json").read_text())
+    for name, text in files.items():
+        (root / "student" / name).write_text(text)
+    info = prairielearn.question_info()["externalGradingOptions"]
+    entrypoint = root / Path(info["entrypoint"]).relative_to("/grade")
+    shared = tmp_path / "shared-tmp"  # a stand-in for the container's /tmp
+    shared.mkdir()
+    shared.chmod(0o1777)
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+        "PATH": f"{Path(python).parent}:/usr/bin:/bin",
+        "GRADE_ROOT": str(root),
+        "AUTOGRADER_SHARED_FOLDERS": str(shared),
+    }
+    subprocess.run(["bash", entrypoint], env=env, capture_output=True, text=True, timeout=900)
+    path = root / "results" / "results.json"
+    assert path.stat().st_size < MAX_RESULTS
+    results = json.loads(path.read_text())
+    assert isinstance(results["gradable"], bool)
+    if results["gradable"]:
+        assert 0 <= results["score"] <= 1
+        assert all(0 <= t["points"] <= t["max_points"] for t in results["tests"])
+        assert shared.stat().st_mode & 0o7777 == 0o1775  # nobody but root writes there while the job runs
+    text = json.dumps(results)
+    assert str(tmp_path) not in text and "/tmp/" not in text, "a path reached the student"
+    assert "does not count" not in text and "This is feedback" not in text
+    return results
 
 
-def test_the_bundle_holds_its_entrypoint_and_the_grader(bundle):
+def course_files(folder: str) -> dict[str, str]:
+    return {p.name: p.read_text() for p in (REPO / folder).glob("*.py") if p.name != "__init__.py"}
+
+
+def test_the_course_folder_holds_the_grader_the_image_and_a_question(course):
+    bundle = course / "serverFilesCourse" / prairielearn.FOLDER
     assert os.access(bundle / "run.sh", os.X_OK)
     assert (bundle / "source" / "autograder" / "export" / "prairielearn.py").is_file()
+    info = json.loads((course / "questions" / prairielearn.FOLDER / "info.json").read_text())
+    options = info["externalGradingOptions"]
+    assert info["gradingMethod"] == "External" and options["serverFilesCourse"] == [f"{prairielearn.FOLDER}/"]
+    assert options["entrypoint"] == f"/grade/serverFilesCourse/{prairielearn.FOLDER}/run.sh"
+    assert 30 < options["timeout"] <= 600  # PrairieLearn's default (30 s) is too short; 600 s is its most
+    html = (course / "questions" / prairielearn.FOLDER / "question.html").read_text()
+    uploads = re.search(r'<pl-file-upload optional-file-names="([^"]+)"', html)
+    assert uploads and uploads[1].split(", ") == submissions.expected_files()  # an upload for each graded file
+    assert "<pl-external-grader-results>" in html
+    requirements = (course / "grading-image" / submissions.REQUIREMENTS).read_text().split()
+    assert "torch==2.13.0" in requirements and not any("jupyter" in r or "mkdocs" in r for r in requirements)
 
 
-def test_the_reference_scores_one_and_the_stubs_zero(bundle, tmp_path):
-    full = run(bundle, tmp_path / "a", REPO / "solutions")
-    assert full["gradable"] is True and full["score"] == 1.0, full.get("output", "")[-2000:]
-    assert all(t["points"] == t["max_points"] for t in full["tests"])
-    stubs = run(bundle, tmp_path / "b", REPO / "exercises")
-    assert stubs["gradable"] is True and stubs["score"] == 0.0
-    assert {t["message"] for t in stubs["tests"]} == {"not started"}
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [("reference", 1.0), ("stubs", 0.0), ("syntax error", "partial"), ("missing file", "partial")],
+)
+def test_the_image_grades_as_prairielearn_runs_it(course, image_python, tmp_path, case, expected):
+    files = course_files("exercises" if case == "stubs" else "solutions")
+    if case == "syntax error":
+        files["engine.py"] += "\ndef broken(:\n"
+    elif case == "missing file":
+        del files["nn.py"]
+    results = run(course, tmp_path, files, image_python)
+    assert results["gradable"] is True, results.get("message")
+    if expected == "partial":
+        assert 0 < results["score"] < 1
+    else:
+        assert results["score"] == expected
+    messages = {t["name"].split()[0]: t["message"] for t in results["tests"]}
+    if case == "stubs":
+        assert set(messages.values()) == {"not started"}
+    if case == "syntax error":
+        assert messages["2.1"] == "error" and messages["1.1"] == "passed"
+        assert re.search(r"^    engine\.py:\d+: SyntaxError", results["output"], re.MULTILINE)
+    if case == "missing file":
+        assert results["message"] == "Not in your submission (graded as the empty stubs): nn.py."
+        assert messages["10.1"] == "not started"
+    assert "Scorecard: your submission" in results["output"]
 
 
-def test_a_grader_that_cannot_start_is_not_gradable(bundle, tmp_path):
-    broken = tmp_path / "python"
+def test_a_grader_that_cannot_start_is_not_gradable(course, tmp_path):
+    broken = tmp_path / "bin" / "python3"
+    broken.parent.mkdir()
     broken.write_text("#!/bin/sh\nexit 3\n")
     broken.chmod(0o755)
-    said = run(bundle, tmp_path, REPO / "solutions", python=str(broken))
+    said = run(course, tmp_path, course_files("solutions"), broken)
     assert said["gradable"] is False and "could not run" in said["message"]
