@@ -35,7 +35,7 @@ import random
 import sys
 import tempfile
 from collections.abc import Callable
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 from autograder.course import registry
@@ -523,7 +523,9 @@ class Learner:
 class ReferenceCode:
     """What a scenario's `impl` is on the trusted side: the whole reference."""
 
-    Value = property(lambda self: importlib.import_module("solutions.engine").Value)
+    @cached_property  # a scenario may build 100,000 Values: the module is looked up once per call, not per Value
+    def Value(self):  # noqa: N802 - the scenarios' `impl.Value`
+        return importlib.import_module("solutions.engine").Value
 
     def module(self, name: str):
         return importlib.import_module(f"solutions.{name}")
