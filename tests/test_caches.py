@@ -103,7 +103,7 @@ def test_a_learner_poisoning_their_feedback_cache_fools_only_their_own_runs(tmp_
     honest = grade(submission, "--task", "8.1", tmp_path=tmp_path)
     assert set(honest.status.values()) == {"passed"}, honest.output[-3000:]
     # the same answers, as the reference gives them: what the run computed, or what the course ships
-    known = dict(caches.GradingCache(best).load("answers")) or shipped_answers()
+    known = {**shipped_answers(), **caches.GradingCache(best).load("answers")}
     assert known, "the run kept no answers"
     feedback = caches.GradingCache(PROCESSES)
     poisoned = {key: "poisoned" for key in known}
