@@ -3,14 +3,18 @@ sealed by the run that wrote it, and a learner's feedback cache (`processes`) ne
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from autograder.grading import caches, isolation
+from autograder.grading import caches, grader, isolation
+from autograder.grading.grader import answers_digest, shipped_answers
 from autograder.worker.wire import PROCESSES
 
-from .conftest import copy_of, grade
+from .conftest import REPO, copy_of, grade
 
 ANSWERS = {"a scenario's key": 42}
 
@@ -98,7 +102,8 @@ def test_a_learner_poisoning_their_feedback_cache_fools_only_their_own_runs(tmp_
     submission = copy_of("solutions", tmp_path)
     honest = grade(submission, "--task", "8.1", tmp_path=tmp_path)
     assert set(honest.status.values()) == {"passed"}, honest.output[-3000:]
-    known = dict(caches.GradingCache(best).load("answers"))  # the same answers, as the reference gives them
+    # the same answers, as the reference gives them: what the run computed, or what the course ships
+    known = {**shipped_answers(), **caches.GradingCache(best).load("answers")}
     assert known, "the run kept no answers"
     feedback = caches.GradingCache(PROCESSES)
     poisoned = {key: "poisoned" for key in known}
@@ -114,3 +119,59 @@ def test_a_learner_poisoning_their_feedback_cache_fools_only_their_own_runs(tmp_
     assert runs["fooled"] != {"passed"}, "the poisoned cache was not read: this proves nothing"
     assert runs["graded"] == {"passed"}
     assert runs["best level"] == {"passed"}
+
+
+def shipped(tmp_path, monkeypatch, sources: str, answers: dict) -> None:
+    """`answers` as the course's shipped answers, said to come from `sources`."""
+    path = tmp_path / "shipped_answers.json"
+    path.write_text(json.dumps({"sources": sources, "answers": answers}))
+    monkeypatch.setattr(grader, "SHIPPED", path)
+    shipped_answers.cache_clear()
+
+
+class Run:
+    """What `Reference` asks of a `Grader`, with nothing computed and no cache."""
+
+    shipping = None
+    new_answers = False
+
+    def __init__(self):
+        self.cache: dict = {}
+
+    def known_answers(self) -> dict:
+        return self.cache
+
+    answer = grader.Grader.answer
+
+
+def test_the_shipped_answers_are_used_as_they_are_and_only_when_they_are_these_sources(tmp_path, monkeypatch):
+    """A cold run (a platform's fresh container) computes no answer the course ships: it imports no PyTorch."""
+    try:
+        shipped(tmp_path, monkeypatch, answers_digest(), {"key": [1.5, "shipped"]})
+
+        def never():
+            raise AssertionError("an answer the course ships was computed again")
+
+        assert Run().answer("key", never) == [1.5, "shipped"]
+        run = Run()
+        assert run.answer("another key", lambda: (2, 3)) == [2, 3] and run.new_answers  # not shipped: computed, kept
+        shipped(tmp_path, monkeypatch, "the digest of older sources", {"key": "stale"})
+        assert Run().answer("key", lambda: "computed") == "computed"
+    finally:
+        shipped_answers.cache_clear()
+
+
+def test_the_shipped_answers_are_this_courses_and_spare_a_cold_run_pytorch(tmp_path):
+    """The committed file is up to date (`python -m autograder build` writes it), and with it a run that grades
+    lesson 9 from nothing cached never imports PyTorch in the pytest process (its workers do)."""
+    assert not grader.shipped_answers_stale(), "run python -m autograder build"
+    script = (
+        "import sys; from autograder.grading import caches, runner;"  # a cache folder of its own: nothing in it
+        "caches.GradingCache.__init__.__defaults__ = (False, caches.Path(sys.argv[1]));"
+        "results = runner.grade('solutions', lessons=(9,), isolation='processes');"
+        "print(results.score, results.max_score, 'torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "cache")], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[0] == out[1] and out[2] == "False", out

@@ -73,6 +73,9 @@ def test_answers_agree_within_rounding_in_any_order_and_otherwise_exactly():
     assert same(["d", "c", "a", "b"], ["d", "c", "b", "a"])  # a set walked in another process's order
     assert not same([1.0, 2.0], [1.0]) and not same([1.0, 2.0], [1.0, 3.0])
     assert not same(True, 1) and not same("1", 1) and same(math.nan, math.nan)
+    # a long list answered exactly is compared at once; a bool among numbers is still not a number
+    assert same(list(range(100_000)), list(range(100_000))) and not same([1, True], [1, 1])
+    assert same([1, [2, 3.0]], [1.0, [2, 3]]) and same([[math.nan]], [[math.nan]])
 
 
 # --- whole runs -------------------------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ The generated files, and what they are made from:
 - `exercises/*.py`, the stubs, and their manifest (the solutions; a file the learner changed is never replaced);
 - `exercises/notebooks/lessonNN.ipynb`, the learner notebooks (the registry and the solutions);
 - `.github/classroom/classroom.yml`, the learners' Classroom workflow template (the registry and the tests' points);
+- `autograder/lessons/shipped_answers.json`, the reference's answers on the checks' own inputs (the reference, the
+  grading tests, the kit and the worker's code: a graded run of the reference computes them);
 - `course/_build/executed/*.json`, what the site's Python blocks and lesson 0's grader runs printed (the pages'
   code, the solutions, the grader): a site build in a temporary folder runs only the blocks whose results are not
   there yet, then the folder is made to hold exactly what that build used. With `--check` nothing runs: a block
@@ -110,6 +112,7 @@ def build(check: bool) -> tuple[list[str], list[str]]:
     """Regenerate (or with `check`, compare) every generated file; return (done or stale, refused)."""
     from autograder.export import classroom, notebooks
     from autograder.export import stubs as sync
+    from autograder.grading import grader
 
     changed, refused = [], []
     docstrings = stale_docstrings()
@@ -125,6 +128,10 @@ def build(check: bool) -> tuple[list[str], list[str]]:
         written, refused = sync.sync()
         changed += [f"exercises/{name}" for name in written]
         changed += [f"exercises/notebooks/{name}" for name in notebooks.write_learner_notebooks()]
+    if has_sources() and grader.shipped_answers_stale():  # after the task lists: the answers' key covers them
+        changed.append(str(grader.SHIPPED.relative_to(SOLUTIONS.parent)))
+        if not check:
+            grader.write_shipped_answers()
     template = classroom.workflow(classroom.points_per_lesson())
     current = classroom.TEMPLATE.read_text() if classroom.TEMPLATE.exists() else ""
     if template != current:

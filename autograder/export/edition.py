@@ -47,6 +47,7 @@ LEFT_OUT = (
     "tests/",
     ".ci/",
     "solutions/",
+    "autograder/lessons/shipped_answers.json",  # the reference's answers, hidden checks' too
     ".github/workflows/ci.yml",
     ".github/workflows/pages.yml",
 )

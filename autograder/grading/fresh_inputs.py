@@ -58,6 +58,8 @@ DRAWS = 4  # draws of sizes and numbers tried before the numbers alone: a drawn 
 def same(a: Any, b: Any) -> bool:
     """Whether two answers (plain data) agree: numbers within a rounding error, lists in any order, the rest
     exactly."""
+    if type(a) is list and type(b) is list and _exactly(a) == _exactly(b):  # a long list the same (a 100,000-node
+        return True  # order): at C speed, and only where each element would be `same` too
     numbers = (int, float)
     if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
         if math.isnan(a) or math.isnan(b):
@@ -73,6 +75,11 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
+
+
+def _exactly(value: Any) -> str:
+    """An answer as exact text: equal texts are `same` answers (a bool is not a number, 1 and 1.0 differ here)."""
+    return json.dumps(value, default=repr)
 
 
 def shape(value: Any) -> Any:

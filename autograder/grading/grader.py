@@ -33,8 +33,9 @@ import json
 import os
 import random
 import sys
+import tempfile
 from collections.abc import Callable
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 from autograder.course import registry
@@ -50,6 +51,9 @@ from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import ErrorKind, to_plain
 
 RECORDED = LESSONS / "reference_answers.json"
+# the reference's answers on the checks' own inputs, written by `python -m autograder build` (`write_shipped_answers`)
+SHIPPED = LESSONS / "shipped_answers.json"
+MAX_SHIPPED = 100_000  # characters: a larger answer (a 100,000-node chain's order) is cheaper computed than shipped
 
 
 class BadOptions(ValueError):
@@ -62,6 +66,8 @@ class Grader:
     `draw`: a folder for drawings of wrong graphs (hidden from the workers); `record`: keep every reference answer
     a visible check asked for (the student edition's export); `zygotes`: a caller's, kept warm across runs.
     `self_check_of`: this grader grades the reference, on demand, for the run of that grader (`machine_fault`).
+    `ship`: compute every reference answer here, using neither the shipped answers nor the cache's, and keep them
+    for `shipped_answers.json` (`write_shipped_answers`).
     """
 
     def __init__(
@@ -72,6 +78,7 @@ class Grader:
         record: bool = False,
         zygotes: pool.Zygotes | None = None,
         self_check_of: Grader | None = None,
+        ship: bool = False,
     ):
         self.main = self_check_of
         self.options = options.replace(impl="solutions") if self_check_of else options
@@ -111,14 +118,27 @@ class Grader:
         self.recording: dict[str, object] | None = {} if record else None
         self.new_answers = False
         self.cache = caches.GradingCache(self.level, graded=self.fresh_seed is not None)
+        self.shipping: dict | None = {} if ship else None  # `ship`: every answer this run computes
         self.lesson_digest: str | None = None  # the grading tests as they were before any learner code ran
 
     def known_answers(self) -> dict:
         """The reference's answers computed so far, for this reference (read from disk where that is safe)."""
-        return self.cache.load("answers")
+        return self.cache.load("answers") if self.shipping is None else self.shipping
+
+    def answer(self, key: str, compute: Callable[[], object]) -> object:
+        """The reference's answer filed under `key`: computed so far, shipped with the course, or `compute()`d now
+        (as plain data) and kept with the others."""
+        known = self.known_answers()
+        if key not in known:
+            shipped = shipped_answers() if self.shipping is None else {}
+            if key in shipped:
+                return shipped[key]
+            known[key] = to_plain(compute())
+            self.new_answers = True
+        return known[key]
 
     def save_answers(self) -> None:
-        if self.new_answers:
+        if self.new_answers and self.shipping is None:
             self.cache.save("answers")
 
     def graded_name(self) -> str:
@@ -272,6 +292,7 @@ class Grader:
             for name in task.lesson_modules:
                 scenario_source(name)
         self.lesson_digest = lessons_digest()
+        shipped_answers()
 
     def self_checker(self) -> Grader:
         """The grader that asks a check of the reference, with this run's workers, options and hidden folders."""
@@ -515,7 +536,9 @@ class Learner:
 class ReferenceCode:
     """What a scenario's `impl` is on the trusted side: the whole reference."""
 
-    Value = property(lambda self: importlib.import_module("solutions.engine").Value)
+    @cached_property  # a scenario may build 100,000 Values: the module is looked up once per call, not per Value
+    def Value(self):  # noqa: N802 - the scenarios' `impl.Value`
+        return importlib.import_module("solutions.engine").Value
 
     def module(self, name: str):
         return importlib.import_module(f"solutions.{name}")
@@ -547,14 +570,11 @@ class Reference:
             if key not in answers:
                 raise RuntimeError("this check needs the reference, which a student edition does not ship")
             return answers[key]
-        known = self.grader.known_answers()
         cached = f"{hashlib.sha256(scenario_source(fn.__module__).encode()).hexdigest()[:16]}:{key}"
-        if cached not in known:
-            known[cached] = to_plain(fn(ReferenceCode(), *args, **kwargs))
-            self.grader.new_answers = True
+        answer = self.grader.answer(cached, lambda: fn(ReferenceCode(), *args, **kwargs))
         if self.grader.recording is not None:
-            self.grader.recording[key] = known[cached]
-        return known[cached]
+            self.grader.recording[key] = answer
+        return answer
 
     def compute(self, fn, *args):
         """`fn(*args)` as plain data, computed here once and kept with the reference's answers.
@@ -562,12 +582,8 @@ class Reference:
         For expected values that need a heavy library (`kit.torch_values`): once
         they are known, a run never imports it.
         """
-        known = self.grader.known_answers()
         cached = f"{hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]}:{answer_key(fn, args, {})}"
-        if cached not in known:
-            known[cached] = to_plain(fn(*args))
-            self.grader.new_answers = True
-        return known[cached]
+        return self.grader.answer(cached, lambda: fn(*args))
 
 
 def answer_key(fn, args: tuple, kwargs: dict) -> str:
@@ -579,6 +595,61 @@ def answer_key(fn, args: tuple, kwargs: dict) -> str:
 def lessons_digest() -> str:
     """A digest of the grading tests, the judgement kit and the reference, to tell whether they changed in a run."""
     return caches.sources_digest((LESSONS, LESSONS.parent / "kit", SOLUTIONS))
+
+
+def answers_digest() -> str:
+    """What the shipped answers were computed from: every source that decides a call or an expected value."""
+    return caches.sources_digest(caches.SOURCES)
+
+
+@cache
+def shipped_answers() -> dict:
+    """The reference's answers shipped with the course (`SHIPPED`), if they were computed from these very sources
+    (`answers_digest`); nothing if they are stale, missing or not a regular file. Read once, before any learner
+    code runs (`Grader.load_trusted_inputs`): they are as trusted as the grading tests beside them.
+
+    With them a run computes no expected value of a check's own inputs (so imports no PyTorch to judge): a cold
+    run (a platform's fresh container, a learner's first) is as fast as a warm one. They were computed by another
+    Python and PyTorch than this run's, maybe: every judgement compares numbers within a tolerance, far above
+    what two builds' rounding can differ by (the student edition's recorded answers travel the same way).
+    """
+    if not has_sources():
+        return {}
+    try:
+        data = json.loads(caches.read_regular(SHIPPED, caches.MAX_FILE))
+    except (OSError, caches.NotRegular, ValueError):
+        return {}
+    answers = data.get("answers") if isinstance(data, dict) and data.get("sources") == answers_digest() else None
+    return answers if isinstance(answers, dict) else {}
+
+
+def write_shipped_answers(path: Path = SHIPPED) -> bool:
+    """Compute every answer of the reference that a graded run of it asks for (its checks' own inputs: the drawn
+    ones are the run's alone) and write them to `path` with the digest of the sources they come from. Returns
+    whether the file changed."""
+    from autograder.grading import runner
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "answers.json"
+        runner.grade("solutions", fresh_inputs=1, isolation="processes", extra=["--ship-answers", str(out)])
+        answers = json.loads(out.read_text())
+    # one answer a line, in order: a change of one check's answers is a change of its lines
+    lines = [json.dumps(k) + ":" + json.dumps(v, separators=(",", ":")) for k, v in sorted(answers.items())]
+    lines = [line for line in lines if len(line) <= MAX_SHIPPED]
+    text = f'{{"sources":"{answers_digest()}","answers":{{\n' + ",\n".join(lines) + "\n}}\n"
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.write_text(text)
+    shipped_answers.cache_clear()
+    return True
+
+
+def shipped_answers_stale() -> bool:
+    """Whether `SHIPPED` is missing, or was computed from other sources than these (`build --check` says so)."""
+    try:
+        return json.loads(SHIPPED.read_text()).get("sources") != answers_digest()
+    except (OSError, ValueError, AttributeError):
+        return True
 
 
 @cache

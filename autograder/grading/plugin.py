@@ -55,6 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "reference's as DIR/<test name>.svg",
     )
     group.addoption("--record-reference", metavar="PATH", help=argparse.SUPPRESS)  # the student edition's export
+    group.addoption("--ship-answers", metavar="PATH", help=argparse.SUPPRESS)  # `build`: grader.write_shipped_answers
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
             draw=config.getoption("draw"),
             record=bool(config.getoption("record_reference")),
             zygotes=config.stash.get(ZYGOTES, None),
+            ship=bool(config.getoption("ship_answers")),
         )
     except BadOptions as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -259,6 +261,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         Path(session.config.getoption("record_reference")).write_text(
             json.dumps(grader.recording, indent=1, sort_keys=True) + "\n"
         )
+    if grader.shipping is not None:
+        Path(session.config.getoption("ship_answers")).write_text(json.dumps(grader.shipping, sort_keys=True))
     _save_progress(grader)
     graded_checks = [t for t in grader.results.tests if not registry.task(t.task).bonus]
     if graded_checks and all(t.status == Status.PASSED for t in graded_checks):

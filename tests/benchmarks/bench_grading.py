@@ -19,6 +19,19 @@ Prints the median wall time of:
 - with `--baseline REV`: the full run, the stubs and the many failures of another commit (a git worktree of it,
   under the system's temporary folder), for "within 10 % of today" and the cost of those re-asks.
 
+Then, on one core (`taskset`, Linux), the CPU time of each whole process tree (the workers and zygotes included:
+a cgroup's CPU accounting where the benchmark may make one, as root; else only what the command waited for):
+
+- the floor again, on that core;
+- a graded run of the reference from a fresh PrairieLearn bundle, as a platform's container starts it: `python -m
+  autograder prairielearn-run` in a new copy of the grader (no bytecode of the course's files, nothing in the
+  grader's cache folders), the reference's files as the submission; at the machine's best level;
+- the same with `--isolation user` in place of `prairielearn-run` (`pytest autograder --fresh-inputs 1` in the fresh
+  bundle: the level Gradescope and PrairieLearn run at), where this machine has it;
+- a learner's run (`pytest autograder --impl solutions`, warm: Python's bytecode kept, as on a learner's machine).
+
+`--one-core` times only these.
+
 Each figure is the median wall time, then the median CPU time the command and every process it waited for used
 (workers included; less moved by the machine's load). Commands are interleaved, so that a burst of load on the
 machine hits each alike. Nothing is asserted: the
@@ -94,7 +107,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", metavar="REV", help="also time the full run of this commit")
     parser.add_argument("--user", metavar="NAME", help="also time an ordinary user's runs (as root; see above)")
+    parser.add_argument("--one-core", action="store_true", help="time only the one-core CPU figures (see above)")
     args = parser.parse_args()
+    if args.one_core:
+        one_core(args.runs)
+        return
     grade = [sys.executable, "-m", "pytest", "autograder", "--impl", "solutions", "-p", "no:cacheprovider"]
     commands = {
         "floor: import torch, pytest": ([sys.executable, "-c", "import torch, pytest"], REPO, None),
@@ -149,6 +166,87 @@ def main() -> None:
         for what, today in (("everything", fork), ("stubs", None), ("many failures", None)):
             today = today or medians["stubs (exercises/)" if what == "stubs" else what]
             print(f"today / baseline, {what + ':':<15}{today / medians[f'baseline {args.baseline}: {what}']:.2f}x")
+
+    one_core(args.runs)
+
+
+def cpu_of(cmd: list[str], cwd: Path = REPO, env: dict | None = None) -> float:
+    """The CPU seconds of `cmd`'s whole process tree: a cgroup of its own (v1's cpuacct or v2) where this process
+    may make one; else what `cmd` and the processes it waited for used (forked workers are not among them)."""
+    for folder, usage in (("/sys/fs/cgroup/cpuacct", "cpuacct.usage"), ("/sys/fs/cgroup", "cpu.stat")):
+        group = Path(folder) / f"bench-grading-{os.getpid()}"
+        try:
+            group.mkdir()
+        except OSError:
+            continue
+        try:
+            wrapped = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *cmd]
+            subprocess.run(wrapped, cwd=cwd, env=env, check=False, capture_output=True)
+            text = (group / usage).read_text()
+            if usage == "cpu.stat":
+                return int(dict(line.split() for line in text.splitlines())["usage_usec"]) / 1e6
+            return int(text) / 1e9
+        finally:
+            time.sleep(0.2)  # the tree's last processes leave the group
+            group.rmdir()
+    return wall(cmd, cwd)[1]
+
+
+def fresh_bundle() -> tuple[Path, Path, Path]:
+    """A new PrairieLearn bundle of this repository (its grader's source folder), and a /grade tree whose
+    student folder holds the reference's files."""
+    top = Path(tempfile.mkdtemp(prefix="bench-cold-"))
+    subprocess.run([sys.executable, "-m", "autograder", "prairielearn", "--out", str(top / "pl")], cwd=REPO, check=True,
+                   capture_output=True)  # fmt: skip
+    student = top / "grade" / "student"
+    student.mkdir(parents=True)
+    for path in (REPO / "solutions").glob("*.py"):
+        if path.name != "__init__.py":
+            shutil.copy(path, student)
+    subprocess.run(["chmod", "-R", "go+rX", str(top)], check=True)  # `user`: the workers' own users read it
+    return top, top / "pl" / "serverFilesCourse" / "backprop" / "source", top / "grade"
+
+
+def one_core(runs: int) -> None:
+    """The one-core CPU figures (see the module's docstring), each the median of `runs`, interleaved."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    pin = ["taskset", "-c", str(cores[-1])] if cores and shutil.which("taskset") else []
+    python = [*pin, sys.executable]
+    env = dict(os.environ)
+    learner_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}  # a learner's machine keeps it
+    learner = [*python, "-m", "pytest", "autograder", "--impl", "solutions", "-p", "no:cacheprovider"]
+    subprocess.run(learner, cwd=REPO, env=learner_env, capture_output=True, check=False)  # warm: bytecode, caches
+
+    def cold(user: bool) -> float:
+        top, source, grade_root = fresh_bundle()
+        try:
+            if user:
+                run = ["-m", "pytest", "autograder", "--impl", str(grade_root / "student"), "--fresh-inputs", "1",
+                       "--isolation", "user", "-p", "no:cacheprovider"]  # fmt: skip
+            else:
+                run = ["-m", "autograder", "prairielearn-run", "--root", str(grade_root)]
+            return cpu_of([*python, *run], cwd=source, env=env)
+        finally:
+            shutil.rmtree(top, ignore_errors=True)
+
+    commands = {
+        "floor: import torch, pytest": lambda: cpu_of([*python, "-c", "import torch, pytest"]),
+        f"graded run, cold ({isolation.best_level()})": lambda: cold(user=False),
+        "learner's run, warm": lambda: cpu_of(learner, env=learner_env),
+    }
+    if not isolation.why_not("user") and isolation.best_level() != "user":
+        commands["graded run, cold (user)"] = lambda: cold(user=True)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, measure in commands.items():
+            times[name].append(measure())
+    cpu = {name: statistics.median(values) for name, values in times.items()}
+    floor = cpu["floor: import torch, pytest"]
+    where = f"core {cores[-1]}" if pin else "all cores (no taskset)"
+    print(f"\nCPU seconds of each whole process tree on {where}, median of {runs} runs each, interleaved")
+    print(f"{'command':<40}{'CPU s':>8}{'/ floor':>9}")
+    for name, value in cpu.items():
+        print(f"{name:<40}{value:>8.2f}{value / floor:>8.2f}x")
 
 
 if __name__ == "__main__":
