@@ -28,6 +28,7 @@ CHANGED = GradeOptions(
     workers="spawn",
     hide=("/tmp/x", "/tmp/y z"),
     fresh_inputs=12345,
+    platform="prairielearn",
     results_json="/tmp/out/results.json",
     results_file="/tmp/out/run.json",
 )
@@ -85,7 +86,7 @@ seen["pytest autograder"] = parser.parse([]).check_timeout
 seen["batch"] = graded(options.grader_command(options.from_namespace(make_parser().parse_args(["batch", "x"]))))
 
 from autograder.export import submissions
-seen["gradescope"] = submissions.submission_options(Path("/autograder"), Path("graded")).check_timeout
+seen["gradescope"] = submissions.submission_options(Path("/autograder"), Path("graded"), "gradescope").check_timeout
 
 from autograder import jupyter
 from autograder.export import notebooks

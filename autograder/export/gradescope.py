@@ -58,6 +58,8 @@ step="installing what grading needs (torch's CPU build, pytest, numpy, graphviz)
 "$ROOT/venv/bin/python" -m pip install --quiet --no-deps "$ROOT/source"
 step="checking that the grader starts"
 "$ROOT/venv/bin/python" -c "import torch, pytest, autograder.grading.runner"
+# run_autograder runs the grader from source/: its bytecode made once here, not in every submission's container
+"$ROOT/venv/bin/python" -m compileall -q "$ROOT/source" >/dev/null
 
 step="protecting the grader's files"
 # The learner's code runs as an unprivileged user of its own: nothing of the grader may be writable by it.
