@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
 from autograder.course import registry
-from autograder.grading import tasknodes
+from autograder.grading import lastrun, tasknodes
 from tests.conftest import REPO, copy_of
 
 
@@ -41,6 +41,18 @@ def test_discovery_from_the_root_lists_the_courses_checks_task_by_task_and_no_ma
     for task_id in registry.TASKS:
         (file,) = groups[tasknodes.label(task_id)]
         assert file.startswith(f"autograder/lessons/test_{registry.task(task_id).lesson:02d}_")
+
+
+def test_discovery_grades_nothing_so_it_writes_nothing_and_prints_no_scorecard(tmp_path):
+    """An editor runs discovery on every save: it must leave the last run (what `hint` reads) as it was."""
+    last_run = lastrun.PATH
+    before = last_run.read_bytes() if last_run.exists() else None
+    results = tmp_path / "results.json"
+    done = pytest_run("autograder", "--collect-only", "-q", "--results-json", str(results))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Scorecard" not in done.stdout and "Total" not in done.stdout and "Next:" not in done.stdout
+    assert not results.exists()
+    assert (last_run.read_bytes() if last_run.exists() else None) == before
 
 
 def test_the_editors_settings_run_pytest_on_the_courses_checks():

@@ -211,5 +211,5 @@ def pytest_sessionfinish(session) -> None:
     from autograder.grading.plugin import GRADER, OPTIONS
 
     path = session.config.stash[OPTIONS].results_json
-    if path and GRADER in session.config.stash:
+    if path and GRADER in session.config.stash and not session.config.option.collectonly:
         scorecard.write_json(Path(path), results_json(session.config.stash[GRADER].results))

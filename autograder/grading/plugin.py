@@ -243,7 +243,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Every worker is killed, and gone, before anything is written."""
+    """Every worker is killed, and gone, before anything is written. Discovery (`--collect-only`, an editor's
+    Testing panel on every save) graded nothing: it writes nothing, so `hint` still reads the last real run."""
+    if session.config.option.collectonly:
+        return
     grader = session.config.stash[GRADER]
     grader.stop_workers()
     if grader.lesson_digest and lessons_digest() != grader.lesson_digest:  # learner code (`processes`) wrote them
@@ -273,6 +276,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if config.option.collectonly:  # nothing was graded: no scorecard
+        return
     terminalreporter.write_line("")
     for line in scorecard.text(config.stash[GRADER].results).splitlines():
         terminalreporter.write_line(line)
