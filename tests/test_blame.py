@@ -122,3 +122,29 @@ def test_a_later_bug_does_not_make_an_earlier_task_wait():
     assert statuses(results)["6.1"] == "failed"
     assert statuses(results)["7.1"] == "not started"
     assert next(c for c in results.tests if c.task == "7.1").waits_for == "6.1"
+
+
+def test_a_task_never_waits_for_itself():
+    """A wrong power rule (8.2): 8.2's headline divides, and division (8.4) runs 8.2's `**`. 8.4 waits for 8.2;
+    8.2's headline, which found itself waiting for 8.4, is 8.2's own failure, not a wait for 8.2."""
+    title = registry.task("8.4").title
+    results = run_of(
+        {
+            "8.2": [
+                ("failed", "(x**3).grad: expected 12.0, got 8.0"),
+                ("not started", f"waits for task 8.4 ({title})"),
+            ],
+            "8.4": [("not started", f"waits for task 8.2 ({registry.task('8.2').title})")],
+        }
+    )
+    for check in results.tests:
+        check.waits_for = {"8.2": "8.4", "8.4": "8.2"}[check.task] if check.status == "not started" else ""
+    blame_by_dependency(results, edition=False)
+    headline = [c for c in results.tests if c.task == "8.2"][1]
+    assert (headline.status, headline.waits_for) == ("failed", "")
+    assert headline.message.startswith("this check runs task 8.4's code, which runs this task's own")
+    assert not any(c.waits_for == c.task for c in results.tests)
+    assert statuses(results)["8.4"] == "not started"
+    card = scorecard.text(results)
+    assert "waits for task 8.2 (" not in "\n".join(line for line in card.splitlines() if "8.2 " in line[:12])
+    assert "Next: task 8.2 ·" in card

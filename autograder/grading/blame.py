@@ -101,7 +101,10 @@ def blame_by_dependency(results: Results, edition: bool) -> None:
                 _wait(check, blocker, own[blocker])
     for check in results.tests:  # the checks' own waits, pointed at the task that fails on its own
         root = _root(check.waits_for, tasks, own)
-        if check.status == Status.NOT_STARTED and root != check.waits_for:
+        if check.status == Status.NOT_STARTED and check.waits_for and root == check.task:  # never a wait for itself
+            check.status, check.message = Status.FAILED, verdicts.comes_back(check.message, check.waits_for)
+            check.waits_for = ""
+        elif check.status == Status.NOT_STARTED and root != check.waits_for:
             check.message = f"waits for task {root} ({registry.task(root).title}), which task {check.waits_for} " + (
                 f"waits for: {_first_line(own[root].message)}" if root in own else "waits for"
             )

@@ -105,6 +105,14 @@ def _waits(other: str, why: str) -> Verdict:
 RUNS_THROUGH = ": this check runs through its code, which raised "
 
 
+def comes_back(message: str, other: str) -> str:
+    """A wait on task `other` that comes back round to the check's own task (8.2's check divides, and division
+    runs 8.2's `**`): the check's own task is to blame."""
+    prefix = f"waits for task {other} ({registry.task(other).title})"
+    rest = message.removeprefix(prefix).removeprefix(RUNS_THROUGH).removeprefix(": ").removeprefix(", ")
+    return f"this check runs task {other}'s code, which runs this task's own, and went wrong: {rest}"
+
+
 def charged_here(message: str, other: str) -> str:
     """A wait on task `other` reworded for a run in which `other` passed: the check's own task is to blame."""
     prefix = f"waits for task {other} ({registry.task(other).title})"
