@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 
 from autograder.course import registry
+from autograder.export import gradescope
 from autograder.grading import scorecard
 from autograder.grading.results import Results
 
@@ -308,3 +309,31 @@ def test_setup_sh_that_cannot_install_stops_with_a_clear_message(bundle, tmp_pat
     assert proc.returncode != 0
     assert "setup.sh: failed while installing the system's packages (apt-get)" in proc.stderr
     assert not (root / "venv").exists()
+
+
+def _void_run(platform):
+    from autograder.grading.results import Results, TestResult
+
+    tests = [
+        TestResult("a", "check a", "1.1", 4, "h", status="passed"),
+        TestResult("b", "check b", "1.1", 2, "h", status="could not be graded", message="could not be graded here"),
+        TestResult("c", "check c", "1.2", 5, "h", status="failed", message="wrong"),
+    ]
+    return Results("your submission", "", "user", tests=tests, selected=["1.1", "1.2"], platform=platform)
+
+
+def test_a_void_check_counts_against_the_full_maximum_in_a_grade_and_is_named_to_the_instructor():
+    graded = gradescope.results_json(_void_run("gradescope"))
+    assert graded["score"] == 4 and graded["extra_data"]["max_score"] == 11  # 4 of 11, never 4 of 9
+    assert sum(t["max_score"] for t in graded["tests"]) == 11
+    assert graded["extra_data"]["void_checks"] == ["1.1 check b"] and graded["extra_data"]["could_not_be_graded"] == 2
+    own = gradescope.results_json(_void_run(None))  # a learner's own run leaves the void check out
+    assert own["extra_data"]["max_score"] == 9
+
+
+def test_a_batch_row_keeps_the_full_maximum_and_names_the_void_points():
+    from autograder.grading.batch import Outcome
+
+    row = Outcome("alice", "graded", 1.0, _void_run(None)).row(11)
+    assert (row["total"], row["max"]) == (4, 11)
+    assert row["status"] == "graded, 2 pt could not be graded here (grade it again)"

@@ -144,3 +144,21 @@ def test_a_grader_that_cannot_start_is_not_gradable(course, tmp_path):
     broken.chmod(0o755)
     said = run(course, tmp_path, course_files("solutions"), broken)
     assert said["gradable"] is False and "could not run" in said["message"]
+
+
+def test_an_attempt_with_a_check_that_could_not_be_graded_is_not_gradable():
+    """A machine fault must not raise the share of what could be graded: PrairieLearn charges no attempt instead."""
+    from autograder.grading.results import Results, Status, TestResult
+
+    tests = [
+        TestResult("a", "check a", "1.1", 4, "h", status="passed"),
+        TestResult("b", "check b", "1.2", 2, "h", status="could not be graded", message="could not be graded here"),
+        TestResult("c", "check c", "1.3", 5, "h", status="failed", message="wrong"),
+    ]
+    said = prairielearn.results_json(
+        Results("your submission", "", "user", tests=tests, selected=["1.1", "1.2", "1.3"])
+    )
+    assert said["gradable"] is False and "score" not in said
+    assert "(tasks 1.2)" in said["message"] and "submit again" in said["message"]
+    tests[1].status = Status.PASSED
+    assert prairielearn.results_json(Results("x", "", "user", tests=tests, selected=["1.1", "1.2", "1.3"]))["gradable"]

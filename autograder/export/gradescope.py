@@ -164,6 +164,9 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
     """
     tasks, isolation = results.tasks, results.isolation
     card = scorecard.text(results, hide_hidden=True)
+    # A grade (on Gradescope) counts a check that could not be graded against the full maximum, so that no machine
+    # fault can raise a share; the instructor finds them named in extra_data. A learner's own run leaves them out.
+    void = results.void_points if results.platform else 0
     tests = []
     for t in tasks:
         lines = scorecard.task_report(t)
@@ -173,7 +176,7 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
                 "name_format": "text",
                 "number": t.task.id,
                 "score": t.earned,
-                "max_score": 0 if t.task.bonus else t.points,
+                "max_score": 0 if t.task.bonus else t.points + (t.void_points if void else 0),
                 "status": "passed" if t.status == Status.PASSED else "failed",
                 "output": "\n".join(lines),
                 "output_format": "text",
@@ -189,7 +192,7 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
         "stdout_visibility": "hidden",
         "tests": tests,
         "extra_data": {
-            "max_score": results.max_score,
+            "max_score": results.max_score + void,
             "status": {t.task.id: t.status for t in tasks},
             "isolation": isolation,
             **({"platform_note": scorecard.platform_note(results)} if results.platform else {}),
@@ -197,7 +200,8 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
             "fresh_inputs": results.fresh_inputs,
             "bonus": results.bonus,
             "bonus_max": results.bonus_max,
-            "could_not_be_graded": results.void_points,  # points left out of score and max_score: see the tests' tags
+            "could_not_be_graded": results.void_points,  # points no one earned here: see the tests' tags
+            "void_checks": [f"{r.task} {r.description}" for t in tasks for r in t.tests if not r.counted],
             "spawned_because": results.spawned_because,
             "results": [
                 {**asdict(r), "message": "" if r.hidden and r.counted else r.message} for t in tasks for r in t.tests

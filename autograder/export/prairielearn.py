@@ -28,6 +28,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+from autograder.course import registry
 from autograder.export import submissions
 from autograder.grading import scorecard
 from autograder.grading.results import Results
@@ -147,6 +148,16 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
                 "output": "\n".join(scorecard.task_report(t)),
             }
         )
+    if results.void_points:  # a machine fault: no share of what could be graded, and no attempt charged
+        void = sorted({r.task for r in results.tests if not r.counted}, key=registry.sort_key)
+        return {
+            "gradable": False,
+            "message": f"{results.void_points} points of checks could not be graded in this grading container "
+            f"(tasks {', '.join(void)}): this attempt is not counted; please submit again, and tell your instructor "
+            "if it happens again.",
+            "format_errors": [f"task {t}: could not be graded here" for t in void],
+            "output": scorecard.text(results, hide_hidden=True),
+        }
     score = results.score / results.max_score if results.max_score else 0.0
     return {
         "gradable": True,

@@ -66,9 +66,8 @@ class Outcome:
             counts = ", ".join(f"{statuses.count(s)} {s}" for s in Status if statuses.count(s)) + " (tasks)"
             note = f"{note}; {counts}" if note else counts
         status = self.status
-        if self.results and self.results.void_points:  # counted neither as earned nor as lost
-            status = f"{status}, {self.results.void_points} pt could not be graded here"
-            max_score -= self.results.void_points
+        if self.results and self.results.void_points:  # not earned, and not left out of the maximum: named here
+            status = f"{status}, {self.results.void_points} pt could not be graded here (grade it again)"
         return {
             "submission": self.name,
             "status": status,
