@@ -290,7 +290,7 @@ def _gradescope(args: argparse.Namespace) -> int:
 def _gradescope_run(args: argparse.Namespace) -> int:
     from autograder.export import gradescope
 
-    results = gradescope.grade_submission(args.root)
+    results = gradescope.grade_submission(args.root, args.deadline or gradescope.DEADLINE)
     full = results.get("extra_data", {}).get("max_score", "?")
     print(f"score {results.get('score')} of {full} -> {args.root / 'results/results.json'}")
     return 0
@@ -308,7 +308,7 @@ def _prairielearn(args: argparse.Namespace) -> int:
 def _prairielearn_run(args: argparse.Namespace) -> int:
     from autograder.export import prairielearn
 
-    results = prairielearn.grade_submission(args.root)
+    results = prairielearn.grade_submission(args.root, args.deadline or prairielearn.DEADLINE)
     print(f"score {results.get('score')} (gradable: {results.get('gradable')}) -> {args.root / 'results/results.json'}")
     return 0
 
@@ -453,12 +453,23 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_gradescope)
     p = commands.add_parser("gradescope-run", help="grade ROOT/submission into ROOT/results/results.json (the bundle)")
     p.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's folder (default /autograder)")
+    p.add_argument(
+        "--deadline",
+        type=float,
+        help="seconds: stop then, and score what finished (default: 540, below Gradescope's default timeout, 600)",
+    )
     p.set_defaults(run=_gradescope_run)
     p = commands.add_parser("prairielearn", help="write PrairieLearn's grader, grading image and example question")
     p.add_argument("--out", type=Path, default=Path("."), help="the course folder to write into (default .)")
     p.set_defaults(run=_prairielearn)
     p = commands.add_parser("prairielearn-run", help="grade ROOT/student into ROOT/results/results.json (the bundle)")
     p.add_argument("--root", type=Path, default=Path("/grade"), help="PrairieLearn's folder (default /grade)")
+    p.add_argument(
+        "--deadline",
+        type=float,
+        help="seconds: stop then, and score what finished (default: 100, below the example question's timeout, "
+        "120; keep it below the question's)",
+    )
     p.set_defaults(run=_prairielearn_run)
     p = commands.add_parser("classroom", help="write the learners' Classroom workflow template (.github/classroom/)")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 if the committed template is stale")

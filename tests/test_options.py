@@ -86,7 +86,7 @@ seen["pytest autograder"] = parser.parse([]).check_timeout
 seen["batch"] = graded(options.grader_command(options.from_namespace(make_parser().parse_args(["batch", "x"]))))
 
 from autograder.export import submissions
-seen["gradescope"] = submissions.submission_options(Path("/autograder"), Path("graded"), "gradescope").check_timeout
+seen["gradescope"] = submissions.platform_options(Path("/autograder"), "gradescope").check_timeout
 
 from autograder import jupyter
 from autograder.export import notebooks

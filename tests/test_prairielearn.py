@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,7 +56,7 @@ def image_python(course, tmp_path_factory) -> Path:
     return venv / "bin" / "python"
 
 
-def run(course: Path, tmp_path: Path, files: dict[str, str], python) -> dict:
+def run(course: Path, tmp_path: Path, files: dict[str, str], python, deadline: float | None = None) -> dict:
     """One grading job: a /grade tree as PrairieLearn lays it out, its entrypoint run, the results checked against
     PrairieLearn's rules (under 1 MB; `gradable`; a score from 0 to 1 where gradable)."""
     root = tmp_path / "grade"
@@ -63,7 +65,7 @@ def run(course: Path, tmp_path: Path, files: dict[str, str], python) -> dict:
     for name, text in files.items():
         (root / "student" / name).write_text(text)
     info = prairielearn.question_info()["externalGradingOptions"]
-    entrypoint = root / Path(info["entrypoint"]).relative_to("/grade")
+    entrypoint = root / Path(shlex.split(info["entrypoint"])[0]).relative_to("/grade")
     shared = tmp_path / "shared-tmp"  # a stand-in for the container's /tmp
     shared.mkdir()
     shared.chmod(0o1777)
@@ -73,7 +75,8 @@ def run(course: Path, tmp_path: Path, files: dict[str, str], python) -> dict:
         "GRADE_ROOT": str(root),
         "AUTOGRADER_SHARED_FOLDERS": str(shared),
     }
-    subprocess.run(["bash", entrypoint], env=env, capture_output=True, text=True, timeout=900)
+    arguments = shlex.split(info["entrypoint"])[1:] if deadline is None else ["--deadline", str(deadline)]
+    subprocess.run(["bash", entrypoint, *arguments], env=env, capture_output=True, text=True, timeout=900)
     path = root / "results" / "results.json"
     assert path.stat().st_size < MAX_RESULTS
     results = json.loads(path.read_text())
@@ -99,8 +102,10 @@ def test_the_course_folder_holds_the_grader_the_image_and_a_question(course):
     info = json.loads((course / "questions" / prairielearn.FOLDER / "info.json").read_text())
     options = info["externalGradingOptions"]
     assert info["gradingMethod"] == "External" and options["serverFilesCourse"] == [f"{prairielearn.FOLDER}/"]
-    assert options["entrypoint"] == f"/grade/serverFilesCourse/{prairielearn.FOLDER}/run.sh"
+    command, flag, deadline = shlex.split(options["entrypoint"])
+    assert (command, flag) == (f"/grade/serverFilesCourse/{prairielearn.FOLDER}/run.sh", "--deadline")
     assert 30 < options["timeout"] <= 600  # PrairieLearn's default (30 s) is too short; 600 s is its most
+    assert float(deadline) < options["timeout"]  # the grader stops itself, with results, before PrairieLearn does
     html = (course / "questions" / prairielearn.FOLDER / "question.html").read_text()
     uploads = re.search(r'<pl-file-upload optional-file-names="([^"]+)"', html)
     assert uploads and uploads[1].split(", ") == submissions.expected_files()  # an upload for each graded file
@@ -162,3 +167,19 @@ def test_an_attempt_with_a_check_that_could_not_be_graded_is_not_gradable():
     assert "(tasks 1.2)" in said["message"] and "submit again" in said["message"]
     tests[1].status = Status.PASSED
     assert prairielearn.results_json(Results("x", "", "user", tests=tests, selected=["1.1", "1.2", "1.3"]))["gradable"]
+
+
+def test_a_run_that_reaches_its_deadline_is_scored_as_far_as_it_got(course, tmp_path):
+    """Code that waits without using CPU stops no time limit of its own until the clock's backstop: the run's
+    deadline, below PrairieLearn's timeout, ends it, and what it finished is scored."""
+    files = course_files("solutions")
+    repr_line = '        return f"Value(data={self.data})"'
+    assert repr_line in files["engine.py"]
+    files["engine.py"] = files["engine.py"].replace(repr_line, "        import time\n        time.sleep(3600)")
+    start = time.monotonic()
+    results = run(course, tmp_path, files, sys.executable, deadline=20)
+    assert time.monotonic() - start < 120
+    assert results["gradable"] is True and 0 < results["score"] < 1
+    assert "The grader stopped at its time limit (20 s) before it finished" in results["message"]
+    messages = {t["name"].split()[0]: t["message"] for t in results["tests"]}
+    assert messages["1.1"] == "passed"  # what finished before the deadline is scored

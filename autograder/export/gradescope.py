@@ -24,6 +24,9 @@ from autograder.export import submissions
 from autograder.grading import scorecard
 from autograder.grading.results import Results, Status
 
+PLATFORM_TIMEOUT = 600  # seconds: Gradescope's default overall timeout for a submission (at most 40 minutes)
+DEADLINE = 540  # seconds: a run still going then is stopped and scored as far as it got, before Gradescope's timeout
+
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image, on the base image the instructor picked.
 # Ubuntu 22.04, the default, has Python 3.10: older than the course's 3.11. uv, from PyPI, then provides a CPython
@@ -85,7 +88,7 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
 mkdir -p "$ROOT/results"
-cd "$ROOT/source" && "$PYTHON" -m autograder gradescope-run --root "$ROOT"
+cd "$ROOT/source" && "$PYTHON" -m autograder gradescope-run --root "$ROOT" "$@"
 if [ ! -s "$ROOT/results/results.json" ]; then
     printf '{"score": 0, "output": "The autograder could not run; please tell your instructor.", "tests": []}\\n' \\
         > "$ROOT/results/results.json"
@@ -112,7 +115,7 @@ def build_bundle(out: Path) -> Path:
     return out
 
 
-def grade_submission(root: Path) -> dict:
+def grade_submission(root: Path, deadline: float = DEADLINE) -> dict:
     """Grade `root/submission` and write `root/results/results.json`; return what was written.
 
     The learner's code runs only in the runner's sandboxed workers, which are
@@ -123,16 +126,15 @@ def grade_submission(root: Path) -> dict:
     """
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
-    graded, notes = submissions.grade_staged(root / "submission", root, "gradescope", Path("/autograder"))
-    if isinstance(graded, BaseException):
+    graded, notes = submissions.grade_staged(root / "submission", root, "gradescope", Path("/autograder"), deadline)
+    if graded is None:
         results = {
             "score": 0,
             "output": code_block(
                 "\n".join(
                     [
                         *notes,
-                        f"The grader could not grade this submission ({type(graded).__name__}); "
-                        "please tell your instructor.",
+                        "The grader could not grade this submission; please tell your instructor.",
                     ]
                 )
             ),

@@ -35,7 +35,8 @@ from autograder.grading.results import Results
 
 FOLDER = "backprop"  # the grader's folder under serverFilesCourse/, and the example question's
 IMAGE = "YOUR-DOCKER-HUB-NAME/backprop-grader"  # the instructor's image, built from grading-image/Dockerfile
-TIMEOUT = 120  # seconds: the question's externalGradingOptions.timeout (README: "PrairieLearn")
+TIMEOUT = 120  # seconds: the question's externalGradingOptions.timeout (README: "PrairieLearn"; its default is 30)
+DEADLINE = 100  # seconds: a run still going then is stopped and scored as far as it got, before PrairieLearn's timeout
 PYTHON_IMAGE = "python:3.11-slim"  # the Python CI grades with; torch's CPU wheels exist for it
 
 RUN_SH = """#!/usr/bin/env bash
@@ -48,7 +49,7 @@ PYTHON="${AUTOGRADER_PYTHON:-python3}"
 mkdir -p "$ROOT/results"
 # The learner's code runs as users of their own: the reference and the hidden checks must be out of their reach.
 chmod -R o-rwx "$HERE/source"
-cd "$HERE/source" && "$PYTHON" -m autograder prairielearn-run --root "$ROOT"
+cd "$HERE/source" && "$PYTHON" -m autograder prairielearn-run --root "$ROOT" "$@"
 if [ ! -s "$ROOT/results/results.json" ]; then
     printf '{"gradable": false, "message": "The autograder could not run; please tell your instructor."}\\n' \\
         > "$ROOT/results/results.json"
@@ -106,7 +107,8 @@ def question_info() -> dict:
             "enabled": True,
             "image": IMAGE,
             "serverFilesCourse": [f"{FOLDER}/"],
-            "entrypoint": f"/grade/serverFilesCourse/{FOLDER}/run.sh",
+            # the grader's own deadline, below the timeout: a run that reaches it is scored as far as it got
+            "entrypoint": f"/grade/serverFilesCourse/{FOLDER}/run.sh --deadline {DEADLINE}",
             "timeout": TIMEOUT,
         },
     }
@@ -168,7 +170,7 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
     }
 
 
-def grade_submission(root: Path) -> dict:
+def grade_submission(root: Path, deadline: float = DEADLINE) -> dict:
     """Grade `root/student` and write `root/results/results.json`; return what was written.
 
     What the isolation level means in PrairieLearn's container goes to the job's log (its standard output, which
@@ -176,12 +178,11 @@ def grade_submission(root: Path) -> dict:
     """
     path = root / "results" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    graded, notes = submissions.grade_staged(root / "student", root, "prairielearn", Path("/grade"))
-    if isinstance(graded, BaseException):
+    graded, notes = submissions.grade_staged(root / "student", root, "prairielearn", Path("/grade"), deadline)
+    if graded is None:
         results = {
             "gradable": False,
-            "message": f"The grader could not grade this submission ({type(graded).__name__}); "
-            "please tell your instructor.",
+            "message": "The grader could not grade this submission; please tell your instructor.",
         }
     else:
         results = results_json(graded, notes)

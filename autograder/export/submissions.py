@@ -8,7 +8,6 @@ graded as its stub), copied as regular files, and graded as a graded run, out of
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import tempfile
 import tomllib
@@ -58,10 +57,10 @@ def find_submitted(submission: Path) -> dict[str, Path]:
     return {name: best / name for name in names if (best / name).is_file()}
 
 
-def submission_options(root: Path, graded: Path, platform: str) -> GradeOptions:
-    """How a submission is graded: the course's limits, the platform's folder hidden, inputs drawn for it alone
-    (a graded run: answers known from the pages are worth nothing), and the platform's words in the results."""
-    return GradeOptions(impl=graded, hide=(root,), fresh_inputs=secrets.randbelow(2**31), platform=platform)
+def platform_options(root: Path, platform: str) -> GradeOptions:
+    """How a platform's submission is graded: the course's limits, the platform's folder hidden from the workers,
+    and the platform's words in the results (`batch.grade_one` adds the copy, its seed and its results files)."""
+    return GradeOptions(hide=(root,), platform=platform)
 
 
 SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
@@ -81,13 +80,18 @@ def close_shared_folders(root: Path, platform_root: Path) -> None:
             folder.chmod(folder.stat().st_mode & 0o7775)
 
 
-def grade_staged(submission: Path, hide: Path, platform: str, platform_root: Path):
+def grade_staged(submission: Path, hide: Path, platform: str, platform_root: Path, deadline: float):
     """The one way a platform grades a submission (Gradescope's, PrairieLearn's): the course's files found in
-    `submission` (a missing one graded as its stub), copied as regular files, graded as a graded run with `hide`
-    out of the workers' sight. Returns the `Results` (or the exception that stopped the grader) and the notes for
-    the learner about what was missing or left out."""
-    from autograder.grading import runner
-    from autograder.grading.batch import private_copy
+    `submission` (a missing one graded as its stub), copied as regular files, and graded as a batch grades one
+    submission: a graded run (inputs drawn for it alone: answers known from the pages are worth nothing), in a
+    grader process of its own that saves its results after every check, with `hide` out of the workers' sight.
+
+    `deadline`: seconds of wall time, below the platform's own timeout. A run still going then is stopped, and
+    what it finished is scored (what it did not reach earns nothing): the platform always gets results.
+
+    Returns the `Results` (None when the grader could not run at all) and the notes for the learner about what
+    was missing, left out, or not reached; what the grader printed goes to the platform's log (stdout)."""
+    from autograder.grading import batch
 
     close_shared_folders(hide, platform_root)
     found = find_submitted(submission)
@@ -101,9 +105,15 @@ def grade_staged(submission: Path, hide: Path, platform: str, platform_root: Pat
             if source is None or source.is_symlink() or not source.is_file():
                 source = EXERCISES / name
             shutil.copyfile(source, staged / name)
-        graded, left = private_copy(staged, Path(tmp) / "graded")
-        notes += [f"Not graded: {item}." for item in left]
-        try:
-            return runner.grade(submission_options(hide, graded, platform)), notes
-        except Exception as exc:  # noqa: BLE001 - the learner must get valid results whatever happens
-            return exc, notes
+        (Path(tmp) / "results").mkdir()
+        with batch.adopting_leftovers():
+            outcome = batch.grade_one(staged, Path(tmp) / "results", deadline, platform_options(hide, platform))
+        print((Path(tmp) / "results" / "staged" / "grader.log").read_text(errors="replace")[-20_000:])
+    if outcome.status == "timed out":
+        notes.append(
+            f"The grader stopped at its time limit ({deadline:g} s) before it finished: the checks it had not reached "
+            "earn nothing (they say 'did not run'). Code that runs for long, or waits, is the usual cause."
+        )
+    if outcome.results is None or (outcome.status == "crashed" and not outcome.results.tests):
+        return None, notes
+    return outcome.results, notes

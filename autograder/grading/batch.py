@@ -182,7 +182,7 @@ _adopting = False  # only while batch() is the subreaper: a caller's own child p
 
 
 @contextlib.contextmanager
-def _adopting_leftovers():
+def adopting_leftovers():
     global _adopting
     if sys.platform != "linux":
         yield
@@ -302,7 +302,7 @@ def batch(
     new_file = not out.exists() or out.stat().st_size == 0
     lock = threading.Lock()
     outcomes = []
-    with _adopting_leftovers(), open(out, "a", newline="") as f, ThreadPoolExecutor(max_workers=jobs) as pool:
+    with adopting_leftovers(), open(out, "a", newline="") as f, ThreadPoolExecutor(max_workers=jobs) as pool:
         writer = csv.DictWriter(f, fieldnames=columns())
         if new_file:
             writer.writeheader()
