@@ -69,6 +69,7 @@ class TestResult:
     settled: bool = False  # an outcome has been recorded (the first failing phase wins)
     seconds: float = 0.0
     waits_for: str = ""  # the other task this check could not get past ("" when it ran on its own)
+    cause: str = ""  # the mistake the check named in a failure: an id of `course/causes.py` ("" if it named none)
 
     def __post_init__(self):
         self.status = Status(self.status)
