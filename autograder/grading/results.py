@@ -115,6 +115,11 @@ class TaskResult:
         return worst
 
     @property
+    def causes(self) -> list[str]:
+        """The mistakes its checks that went wrong named (ids of `course/causes.py`), each once, in check order."""
+        return list(dict.fromkeys(t.cause for t in self.tests if t.cause and t.status.went_wrong))
+
+    @property
     def waits_for(self) -> str:
         """The other task a task that has nothing wrong of its own waits for, if a check said so."""
         if self.status not in (Status.NOT_STARTED, Status.IN_PROGRESS):
