@@ -337,6 +337,21 @@ class _Graph:
             return False
         return any(close(got, share) for share in shares)
 
+    def tanh_slip(self, i: int, got: Any) -> str:
+        """The cause when node i's grad is what a tanh closure with a classic slip gives it (1 − x², 1 − t)."""
+        parents = self.parents[i]
+        if len(parents) != 1 or self.nodes[parents[0]]["op"] != "tanh":
+            return ""
+        p = self.nodes[parents[0]]
+        t, g, x = p["data"], p["grad"], self.nodes[i]["data"]
+        cause = ""
+        if _is_number(t) and _is_number(g) and _is_number(x) and not close(got, (1 - t * t) * g):
+            if x != 0 and close(got, (1 - x * x) * g):
+                cause = "tanh-derivative-from-input"
+            elif t not in (0, 1) and close(got, (1 - t) * g):
+                cause = "tanh-derivative-one-minus-t"
+        return cause
+
     def rule(self, i: int) -> str:
         """How node i's grad is made: the seed at the output, one parent's local rule, or the sum over the uses."""
         parents = self.parents[i]
@@ -410,6 +425,8 @@ def expect_same_grads(
                 note += f"; {ASSIGNED}"
                 hint = "Every _backward closure adds to its children's grads (+=); none sets them (=)."
                 cause = "accumulate-with-plus-equals"
+            else:
+                cause = graph.tanh_slip(first, mine[first].get("grad"))
         raise GraphsDiffer(
             check,
             node[field],
