@@ -77,7 +77,14 @@ BUGS = {
 
 
 def _constants(node: ast.AST) -> set[str]:
-    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value}
+    """The strings a value can be: a literal, either branch of a conditional (not what a call or subscript reads)."""
+    if isinstance(node, ast.Constant):
+        return {node.value} if isinstance(node.value, str) and node.value else set()
+    if isinstance(node, ast.IfExp):
+        return _constants(node.body) | _constants(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return set().union(*map(_constants, node.values))
+    return set()
 
 
 def ids_given() -> dict[str, set[str]]:
