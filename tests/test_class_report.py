@@ -152,7 +152,7 @@ def test_gradescope_and_prairielearn_files_give_the_same_table(graded, tmp_path)
     assert _tasks([{k: v for k, v in r.items() if k != "who"} for r in rows]) == _tasks(own)
     assert _causes(rows) == _causes(own)
     who = next(r["who"] for r in rows if r["cause"] == "accumulate-with-plus-equals")
-    assert sorted(who.split("; ")) == ["Student acc1", "Student acc2"]
+    assert sorted(who.split("; ")) == ["Student acc1", "Student acc2", "Student both"]
     assert "Student acc1" in html
     _, from_pl = _report(tmp_path / "pl", pl)
     assert _tasks(from_pl) == _tasks(own)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.causes import CAUSES
-from autograder.grading.results import Status, TaskResult, TestResult
+from autograder.grading.results import Status
 from autograder.grading.scorecard import page_link
 
 MAX_FILE = 2_000_000  # bytes of one results file read (the grader's own are well under it)
@@ -48,8 +48,10 @@ STATE_HEADINGS = {
 }
 GRADED_TASKS = [t.id for lesson in registry.LESSONS if not lesson.bonus for t in lesson.tasks]
 ALL_TASKS = [t.id for lesson in registry.LESSONS for t in lesson.tasks]
-FIELDS = {f for f in TestResult.__dataclass_fields__}
+STATUS_VALUES = {s.value for s in Status}
 WENT_WRONG = {s.value for s in Status if s.went_wrong}
+NOT_STARTED, PASSED, VOID = Status.NOT_STARTED.value, Status.PASSED.value, Status.VOID.value
+TASKS = registry.TASKS
 UNNAMED = "no named cause"
 
 
@@ -86,64 +88,47 @@ def _label(text: object) -> str:
     return text if len(text) <= MAX_LABEL else text[:MAX_LABEL] + "…"
 
 
-def _checks(records: object) -> list[TestResult]:
-    """The checks of a results file, those the course knows of, with fields of the right types only."""
-    checks = []
-    for r in records if isinstance(records, list) else ():
-        if not isinstance(r, dict) or r.get("task") not in registry.TASKS or r.get("status") not in STATUS_VALUES:
-            continue
-        points = r.get("points")
-        if type(points) is not int or not 0 <= points <= 1000:
-            continue
-        cause = r.get("cause")
-        waits = r.get("waits_for")
-        checks.append(
-            TestResult(
-                nodeid=_label(r.get("nodeid")),
-                description=_label(r.get("description")),
-                task=r["task"],
-                points=points,
-                hint="",
-                status=r["status"],
-                waits_for=waits if waits in registry.TASKS else "",
-                cause=cause if cause in CAUSES else "",
-            )
-        )
-    return checks
+def from_checks(name: str, kind: str, records: object) -> Submission:
+    """A submission from its checks' records (the grader's own, or Gradescope's `extra_data.results`).
 
-
-STATUS_VALUES = {s.value for s in Status}
-
-
-def _state(task: TaskResult) -> str:
-    status = task.status
-    if status == Status.PASSED:
-        return "passed"
-    if status.went_wrong:
-        return "failed"
-    if status == Status.VOID:
-        return "could not be graded"
-    return "waits" if task.waits_for else "not started"
-
-
-def from_checks(name: str, kind: str, checks: list[TestResult]) -> Submission:
+    Records the course does not know (a task, a status, points, a cause) are left out, not trusted. A task's
+    state is `TaskResult.status`'s, read straight from the records, so that a class's files are read in seconds.
+    """
     sub = Submission(name, kind)
-    by_task: dict[str, list[TestResult]] = {}
-    for c in checks:
-        by_task.setdefault(c.task, []).append(c)
-    for tid, tests in by_task.items():
-        task = TaskResult(registry.task(tid), tests)
-        state = sub.states[tid] = _state(task)
+    by_task: dict[str, list[dict]] = {}
+    for r in records if isinstance(records, list) else ():
+        if isinstance(r, dict) and r.get("task") in TASKS and r.get("status") in STATUS_VALUES:
+            points = r.get("points")
+            if type(points) is int and 0 <= points <= 1000:
+                by_task.setdefault(r["task"], []).append(r)
+    for tid, checks in by_task.items():
+        statuses = {r["status"] for r in checks}
+        if statuses & WENT_WRONG:
+            state = "failed"
+        elif NOT_STARTED in statuses:
+            waiting = (r.get("waits_for") for r in checks if r["status"] == NOT_STARTED)
+            state = "waits" if any(w in TASKS for w in waiting) else "not started"
+        elif VOID in statuses:
+            state = VOID
+        else:
+            state = "passed"
+        sub.states[tid] = state
         if state == "failed":
             keys = set()
-            for c in tests:
-                if c.status.went_wrong:
-                    keys.add(c.cause or f"check:{c.description or c.nodeid.rpartition('::')[2]}")
+            for r in checks:
+                if r["status"] in WENT_WRONG:
+                    cause = r.get("cause")
+                    if cause in CAUSES:
+                        keys.add(cause)
+                    else:
+                        label = r.get("description") or str(r.get("nodeid", "")).rpartition("::")[2]
+                        keys.add(f"check:{_label(label)}")
             sub.causes[tid] = keys
-        if not task.task.bonus:
-            lesson = sub.points.setdefault(task.task.lesson, [0, 0])
-            lesson[0] += task.earned
-            lesson[1] += task.points
+        task = TASKS[tid]
+        if not task.bonus:
+            lesson = sub.points.setdefault(task.lesson, [0, 0])
+            lesson[0] += sum(r["points"] for r in checks if r["status"] == PASSED)
+            lesson[1] += sum(r["points"] for r in checks if r["status"] != VOID)
     return sub
 
 
@@ -190,10 +175,10 @@ def read(path: Path, name: str) -> Submission | None:
     if not isinstance(data, dict):
         return None
     if "graded" in data and "tests" in data:
-        return from_checks(name, "grader", _checks(data["tests"]))
+        return from_checks(name, "grader", data["tests"])
     extra = data.get("extra_data")
     if isinstance(extra, dict) and "results" in extra:
-        return from_checks(name, "gradescope", _checks(extra["results"]))
+        return from_checks(name, "gradescope", extra["results"])
     if "gradable" in data:
         return from_prairielearn(name, data)
     if "tests" in data and "score" in data:  # Gradescope's file of a grader that could not run: nothing graded
@@ -269,9 +254,7 @@ def tally(subs: list[Submission]) -> Tally:
             for key in keys:
                 causes[tid][key] += 1
                 who.setdefault((tid, key), []).append(s.name)
-        stop = next(
-            (t for t in GRADED_TASKS if t in s.states and s.states[t] not in ("passed", "could not be graded")), ""
-        )
+        stop = next((t for t in GRADED_TASKS if s.states.get(t, "passed") not in ("passed", VOID)), "")
         stops[stop] += 1
         if stop and s.states[stop] == "failed":
             stops_failed[stop] += 1
