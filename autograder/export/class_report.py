@@ -364,7 +364,8 @@ def _stops_plot(t: Tally) -> str:
     bw, gap, h, left, bottom = 34, 10, 180, 40, 46
     width = left + len(bars) * (bw + gap) + 10
     out = [
-        f'<svg class="plot" width="{width}" height="{h + bottom + 10}" role="img" aria-label="where the class stops">'
+        f'<svg class="plot" width="{width}" height="{h + bottom + 28}" role="img" aria-label="where the class stops">'
+        '<g transform="translate(0,18)">'  # room above the tallest bar for its count
     ]
     out.append(f'<line x1="{left}" y1="{h + 5}" x2="{width - 5}" y2="{h + 5}" stroke="#555"/>')
     out.append(f'<text x="{left - 6}" y="{15}" text-anchor="end" font-size="11">{top}</text>')
@@ -389,7 +390,7 @@ def _stops_plot(t: Tally) -> str:
             f'<text x="{x + bw / 2}" y="{h + 20}" text-anchor="middle" font-size="11" class="stop" '
             f'data-task="{_e(b)}" data-count="{n}">{_e(label if b else "done")}</text></g>'
         )
-    out.append("</svg>")
+    out.append("</g></svg>")
     return "".join(out)
 
 
@@ -398,7 +399,7 @@ def _lessons_plot(t: Tally) -> str:
     lessons = sorted(t.lessons)
     if not lessons:
         return "<p>No points.</p>"
-    bw, row, left = 360, 24, 190
+    bw, row, left = 360, 24, 250
     out = [
         f'<svg class="plot" width="{left + bw + 120}" height="{row * len(lessons) + 10}" role="img" '
         f'aria-label="points per lesson">'
@@ -411,7 +412,7 @@ def _lessons_plot(t: Tally) -> str:
         out.append(
             f'<g class="lesson" data-lesson="{n}" data-mean="{mean:.4f}"><title>lesson {n}: mean {mean:.0%}, '
             f"median {median:.0%} of {len(shares)} submissions</title>"
-            f'<text x="{left - 8}" y="{y + 14}" text-anchor="end" font-size="12">{n} · {_e(title[:24])}</text>'
+            f'<text x="{left - 8}" y="{y + 14}" text-anchor="end" font-size="12">{n} · {_e(title[:34])}</text>'
             f'<rect x="{left}" y="{y + 3}" width="{bw}" height="14" fill="#eee"/>'
             f'<rect x="{left}" y="{y + 3}" width="{bw * mean:.1f}" height="14" fill="#1565c0"/>'
             f'<line x1="{left + bw * median:.1f}" y1="{y}" x2="{left + bw * median:.1f}" y2="{y + 20}" '
