@@ -12,6 +12,7 @@
 - `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/` (part of `build`);
 - `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py);
 - `batch SUBMISSIONS_DIR --out grades.csv` grades a whole class into a CSV gradebook;
+- `class-report RESULTS... --out report.html` writes what the class got wrong (and a CSV of the same table);
 - `gradescope --out autograder.zip` builds the Gradescope bundle (`gradescope-run` is what it runs);
 - `prairielearn --out COURSE` writes PrairieLearn's external grader (`prairielearn-run` is what it runs);
 - `classroom [--check]` writes the learners' GitHub Classroom workflow template (part of `build`);
@@ -253,6 +254,19 @@ def _batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _class_report(args: argparse.Namespace) -> int:
+    from autograder.export import class_report
+
+    try:
+        tally = class_report.report(args.results, args.out, args.csv, names=args.names, site=args.site)
+    except (FileNotFoundError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    csv_path = args.csv or args.out.with_suffix(".csv")
+    print(f"{tally.submissions} submission(s); report: {args.out}, table: {csv_path}")
+    return 0 if tally.submissions else 1
+
+
 def _grade(args: argparse.Namespace) -> int:
     from autograder.grading import runner, scorecard
 
@@ -437,6 +451,19 @@ def make_parser() -> argparse.ArgumentParser:
     options.add(p.add_argument, "memory_limit", "check_timeout", "isolation")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_batch)
+    p = commands.add_parser("class-report", help="what the class got wrong: an HTML page and a CSV from results files")
+    p.add_argument(
+        "results",
+        type=Path,
+        nargs="+",
+        metavar="RESULTS",
+        help="results.json files or folders of them: batch's grades.results/, Gradescope's export, PrairieLearn's",
+    )
+    p.add_argument("--out", type=Path, default=Path("report.html"), help="the page (default report.html)")
+    p.add_argument("--csv", type=Path, default=None, help="the table as CSV (default: the page's name, .csv)")
+    p.add_argument("--names", action="store_true", help="list who made each mistake (default: anonymous)")
+    p.add_argument("--site", default="", metavar="URL", help="the course site's address, to link each section")
+    p.set_defaults(run=_class_report)
     p = commands.add_parser("grade", help="grade a folder with the one runner (what batch and Gradescope run)")
     options.add(p.add_argument)  # every option of a grading run: what a child grader is given (`command_line`)
     p.set_defaults(run=_grade)

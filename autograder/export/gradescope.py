@@ -196,6 +196,7 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
         "extra_data": {
             "max_score": results.max_score + void,
             "status": {t.task.id: t.status for t in tasks},
+            "causes": {t.task.id: t.causes for t in tasks if t.causes},  # the mistakes named (course/causes.py)
             "isolation": isolation,
             **({"platform_note": scorecard.platform_note(results)} if results.platform else {}),
             "memory_limit": results.memory_limit,

@@ -4,7 +4,9 @@ PrairieLearn's external grading runs a container of the question's image per
 submission, with the question's `serverFilesCourse` folders under
 `/grade/serverFilesCourse/`, the submitted files in `/grade/student/`, and reads
 `/grade/results/results.json`: `gradable`, `score` from 0 to 1, a `message`, and
-`tests` with their `points`, `max_points`, `message` and `output` (under 1 MB).
+`tests` with their `points`, `max_points`, `message` and `output` (under 1 MB). Each test also carries
+`causes` (the mistakes its checks named, ids of `course/causes.py`) and `waits_for`, which PrairieLearn keeps
+and does not show, for the class report (`export/class_report.py`).
 
 `python -m autograder prairielearn --out DIR` writes, for an instructor to copy
 into their course repository:
@@ -148,6 +150,8 @@ def results_json(results: Results, notes: list[str] = ()) -> dict:
                 "max_points": 0 if t.task.bonus else t.points,
                 "message": t.status,
                 "output": "\n".join(scorecard.task_report(t)),
+                "causes": t.causes,  # the mistakes its checks named: ids of course/causes.py (for the class report)
+                "waits_for": t.waits_for,  # the task it waits for, where it has nothing wrong of its own
             }
         )
     if results.void_points:  # a machine fault: no share of what could be graded, and no attempt charged

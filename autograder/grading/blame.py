@@ -113,6 +113,7 @@ def blame_by_dependency(results: Results, edition: bool) -> None:
 
 def _wait(check: TestResult, blocker: str, failure: TestResult) -> None:
     check.status, check.waits_for = Status.NOT_STARTED, blocker
+    check.cause = ""  # the mistake is the blocker's, counted there
     check.message = f"waits for task {blocker} ({registry.task(blocker).title}), which fails: " + _first_line(
         failure.message
     )

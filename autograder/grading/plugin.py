@@ -205,7 +205,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 item.name,
                 scorecard.grade_command(result.task, grader.impl_option),
             )
-        result.status, result.message, result.waits_for = verdicts.classify(call.excinfo.value, result.task)
+        result.status, result.message, result.waits_for, result.cause = verdicts.classify(
+            call.excinfo.value, result.task
+        )
         result.message = grader.without_paths(result.message)
         result.settled = True
         grader.stop_capstones_waiting_for(result.task)
@@ -251,7 +253,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     grader.stop_workers()
     if grader.lesson_digest and lessons_digest() != grader.lesson_digest:  # learner code (`processes`) wrote them
         for result in grader.results.tests:
-            result.status, result.settled = Status.ERROR, True
+            result.status, result.settled, result.cause = Status.ERROR, True, ""
             result.message = "the grader's own files changed while your code ran: this run's results are void"
         grader.new_answers = False
         grader.asked.clear()

@@ -69,6 +69,7 @@ class TestResult:
     settled: bool = False  # an outcome has been recorded (the first failing phase wins)
     seconds: float = 0.0
     waits_for: str = ""  # the other task this check could not get past ("" when it ran on its own)
+    cause: str = ""  # the mistake the check named in a failure: an id of `course/causes.py` ("" if it named none)
 
     def __post_init__(self):
         self.status = Status(self.status)
@@ -112,6 +113,11 @@ class TaskResult:
         if worst == Status.NOT_STARTED and any(t.status == Status.PASSED for t in self.tests):
             return Status.IN_PROGRESS  # partly passed: never "not started"
         return worst
+
+    @property
+    def causes(self) -> list[str]:
+        """The mistakes its checks that went wrong named (ids of `course/causes.py`), each once, in check order."""
+        return list(dict.fromkeys(t.cause for t in self.tests if t.cause and t.status.went_wrong))
 
     @property
     def waits_for(self) -> str:

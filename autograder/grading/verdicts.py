@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from autograder.course import registry
+from autograder.course.causes import cause as known_cause
 from autograder.course.regions import tasks_of_scope
 from autograder.grading.pool import Lost
 from autograder.grading.results import SKIPPED, Status
@@ -91,11 +92,13 @@ def judgement_raised(exc: BaseException) -> bool:
 
 
 class Verdict(NamedTuple):
-    """A check's status, the message the learner reads, and the task it waits for (if it waits)."""
+    """A check's status, the message the learner reads, the task it waits for (if it waits), and the mistake it
+    named (an id of `course/causes.py`, if it named one)."""
 
     status: Status
     message: str
     waits_for: str = ""
+    cause: str = ""
 
 
 def _waits(other: str, why: str) -> Verdict:
@@ -128,15 +131,15 @@ def charged_here(message: str, other: str) -> str:
 
 def classify(exc: BaseException, task_id: str) -> Verdict:
     """Sort what a test raised into a status and a message for the learner, made safe to show (`shown`)."""
-    status, message, waits_for = _classify(exc, task_id)
-    return Verdict(status, shown(message), waits_for)
+    status, message, waits_for, cause = _classify(exc, task_id)
+    return Verdict(status, shown(message), waits_for, cause)
 
 
 def _classify(exc: BaseException, task_id: str) -> Verdict:
     if isinstance(exc, WaitsFor) and exc.task != task_id:
         return _waits(exc.task, f": {exc.reason}")
     if isinstance(exc, CheckFailed):
-        return Verdict(Status.FAILED, exc.explain())
+        return Verdict(Status.FAILED, exc.explain(), cause=exc.cause)
     if isinstance(exc, LearnerError):
         return _learner_status(exc.fault, exc.info, exc.output, task_id)
     if isinstance(exc, AssertionError):
@@ -200,7 +203,8 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
         text = message if len(message) <= 200 else message[:200] + "…"
         return _waits(other, f"{RUNS_THROUGH}{kind}: {text}{at}")
     if kind == "RecursionError":
-        return Verdict(Status.ERROR, f"RecursionError: the code recursed too deep{_recursing(info)}{at}")
+        why, cause = _recursing(info)
+        return Verdict(Status.ERROR, f"RecursionError: the code recursed too deep{why}{at}", cause=cause)
     text = message if len(message) <= 300 else message[:300] + "…"
     return Verdict(Status.ERROR, f"your code raised {kind}: {text}{at}{printed}")
 
@@ -212,16 +216,17 @@ ENDINGS = "sys.exit, os._exit, a crash, or the memory limit?"
 REFLECTED = {"__radd__": "+", "__rmul__": "*"}
 
 
-def _recursing(info: dict) -> str:
-    """Why the learner's code recursed, where the function it recursed in tells."""
+def _recursing(info: dict) -> tuple[str, str]:
+    """Why the learner's code recursed, where the function it recursed in tells, and the cause it names."""
     name = shown(info.get("function", ""), MAX_NAME, lines=False).rpartition(".")[2]
     if name in REFLECTED:
         op = REFLECTED[name]
         return (
             f": in {name}, `other {op} self` with a plain number `other` calls {name} again (a number cannot "
-            f"{'add' if op == '+' else 'multiply'} a Value); write `self {op} other`"
+            f"{'add' if op == '+' else 'multiply'} a Value); write `self {op} other`",
+            known_cause("reflected-operator-recurses").id,
         )
-    return f" in {name}" if name else ""
+    return (f" in {name}" if name else ""), ""
 
 
 def may_be_the_machines(exc: BaseException, status: Status) -> bool:

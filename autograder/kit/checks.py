@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from autograder.course.causes import cause as known_cause
+
 
 class CheckFailed(AssertionError):
     """A check of the learner's code that did not hold."""
@@ -28,9 +30,12 @@ class CheckFailed(AssertionError):
         inputs: str | None = None,
         note: str | None = None,
         hint: str | None = None,
+        cause: str = "",
     ):
         self.what, self.expected, self.actual, self.inputs, self.note = what, expected, actual, inputs, note
         self.hint = hint  # the hint for how this check failed, where the check can tell: shown before the marker's
+        # the mistake the check recognised in the answer, an id of `course/causes.py` ("" when it cannot tell)
+        self.cause = known_cause(cause).id if cause else ""
         super().__init__(self.explain())
 
     def explain(self) -> str:
@@ -91,20 +96,27 @@ def expect_close(
     rel: float = 1e-6,
     abs_tol: float = 1e-9,
     note: str | None = None,
+    cause: str = "",
 ) -> None:
     """Fail unless `actual` is a number within `rel` (relative) or `abs_tol` of `expected`."""
     if not close(actual, expected, rel, abs_tol):
         if not _is_number(actual):
             kind = actual["$type"] if isinstance(actual, dict) and "$type" in actual else type(actual).__name__
             note = note or f"expected a number, got a {kind}"
-        raise CheckFailed(what, expected, actual, inputs, note)
+        raise CheckFailed(what, expected, actual, inputs, note, cause=cause)
 
 
 def expect_equal(
-    actual: Any, expected: Any, what: str, inputs: str | None = None, note: str | None = None, hint: str | None = None
+    actual: Any,
+    expected: Any,
+    what: str,
+    inputs: str | None = None,
+    note: str | None = None,
+    hint: str | None = None,
+    cause: str = "",
 ) -> None:
     if not (type(actual) is type(expected) or _is_number(actual) and _is_number(expected)) or actual != expected:
-        raise CheckFailed(what, expected, actual, inputs, note, hint)
+        raise CheckFailed(what, expected, actual, inputs, note, hint, cause)
 
 
 def expect(
@@ -115,9 +127,10 @@ def expect(
     inputs: str | None = None,
     note: str | None = None,
     hint: str | None = None,
+    cause: str = "",
 ) -> None:
     if not condition:
-        raise CheckFailed(what, expected, actual, inputs, note, hint)
+        raise CheckFailed(what, expected, actual, inputs, note, hint, cause)
 
 
 def expect_list(actual: Any, length: int, what: str, inputs: str | None = None) -> list:
@@ -172,10 +185,11 @@ class GraphsDiffer(CheckFailed):
         first: int,
         kind: str,
         hint: str | None = None,
+        cause: str = "",
     ):
         self.got, self.want, self.wrong, self.first, self.kind = got, want, wrong, first, kind
         self.drawing: str | None = None  # where `--draw` wrote the picture, once it has
-        super().__init__(what, expected, actual, inputs, note, hint)
+        super().__init__(what, expected, actual, inputs, note, hint, cause)
 
     def explain(self) -> str:
         text = super().explain()
@@ -323,6 +337,21 @@ class _Graph:
             return False
         return any(close(got, share) for share in shares)
 
+    def tanh_slip(self, i: int, got: Any) -> str:
+        """The cause when node i's grad is what a tanh closure with a classic slip gives it (1 − x², 1 − t)."""
+        parents = self.parents[i]
+        if len(parents) != 1 or self.nodes[parents[0]]["op"] != "tanh":
+            return ""
+        p = self.nodes[parents[0]]
+        t, g, x = p["data"], p["grad"], self.nodes[i]["data"]
+        cause = ""
+        if _is_number(t) and _is_number(g) and _is_number(x) and not close(got, (1 - t * t) * g):
+            if x != 0 and close(got, (1 - x * x) * g):
+                cause = "tanh-derivative-from-input"
+            elif t not in (0, 1) and close(got, (1 - t) * g):
+                cause = "tanh-derivative-one-minus-t"
+        return cause
+
     def rule(self, i: int) -> str:
         """How node i's grad is made: the seed at the output, one parent's local rule, or the sum over the uses."""
         parents = self.parents[i]
@@ -377,7 +406,7 @@ def expect_same_grads(
             continue
         first = wrong[0]
         node = graph.nodes[first]
-        hint = None
+        hint, cause = None, ""
         if field == "data":
             kids = ", ".join(graph.name(c) for c in node["children"])
             check = f"{what}: the forward pass differs first at {graph.name(first)}"
@@ -395,6 +424,9 @@ def expect_same_grads(
             if graph.one_share_only(first, mine[first].get("grad")):
                 note += f"; {ASSIGNED}"
                 hint = "Every _backward closure adds to its children's grads (+=); none sets them (=)."
+                cause = "accumulate-with-plus-equals"
+            else:
+                cause = graph.tanh_slip(first, mine[first].get("grad"))
         raise GraphsDiffer(
             check,
             node[field],
@@ -402,6 +434,7 @@ def expect_same_grads(
             inputs,
             note,
             hint=hint,
+            cause=cause,
             got=got_report,
             want=want_report,
             wrong=wrong,
@@ -426,6 +459,7 @@ def grads_explained(
         try:
             expect_same_grads(got_report, want_report, what, inputs, rel, abs_tol)
         except GraphsDiffer as precise:
+            precise.cause = precise.cause or failure.cause  # the block's own diagnosis, where the walk has none
             raise precise from failure
         except CheckFailed:
             pass

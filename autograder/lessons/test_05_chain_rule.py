@@ -156,15 +156,25 @@ def test_tanh_backward(learner):
     for (x, g), got in zip(cases, learner.run(tanh_cases, cases), strict=True):
         inputs = f"a = Value({x}), t = a.tanh(), t.grad = {g}, then t._backward()"
         expect_a_value(got, "a.tanh()", inputs)
-        expect_close(got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, note=_tanh_rule_from(got, x, g))
+        expect_close(got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, **_tanh_rule_from(got, x, g))
         expect_equal(got["a_data"], x, "a.data after t._backward() (unchanged)", inputs)
 
 
-def _tanh_rule_from(got: dict, x: float, g: float) -> str | None:
-    """What a wrong tanh grad was computed from, where its number tells: the input x in place of the output t."""
+def _tanh_rule_from(got: dict, x: float, g: float) -> dict:
+    """What a wrong tanh grad was computed from, where its number tells (the input x in place of the output t, or
+    1 - t in place of 1 - t²): the failure's `note` and `cause`."""
+    t = math.tanh(x)
     if x != 0 and close(got.get("a_grad"), (1 - x**2) * g):
-        return "that is (1 - x²) · out.grad, from the input x: tanh's derivative is 1 - t², from its output t"
-    return None
+        return {
+            "note": "that is (1 - x²) · out.grad, from the input x: tanh's derivative is 1 - t², from its output t",
+            "cause": "tanh-derivative-from-input",
+        }
+    if t not in (0, 1) and close(got.get("a_grad"), (1 - t) * g):
+        return {
+            "note": "that is (1 - t) · out.grad: tanh's derivative is 1 - t², the output t squared",
+            "cause": "tanh-derivative-one-minus-t",
+        }
+    return {}
 
 
 @pytest.mark.task(
@@ -186,7 +196,7 @@ def test_tanh_seeded(learner):
         expect_a_value(got, "a.tanh()", inputs)
         expect_close(got["data"], math.tanh(x), "a.tanh().data", inputs, rel=1e-12)
         expect_close(
-            got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, rel=1e-9, note=_tanh_rule_from(got, x, g)
+            got["a_grad"], (1 - math.tanh(x) ** 2) * g, "a.grad", inputs, rel=1e-9, **_tanh_rule_from(got, x, g)
         )
 
 

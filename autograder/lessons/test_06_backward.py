@@ -183,12 +183,15 @@ def _check_calls(got: dict, kids: dict[str, list[str]], root: str, inputs: str, 
         if counts[name] > 1:
             why = "a node reached along two paths is still called once: list each node once, then sweep"
             hint = "Mark nodes as visited: a node reached along two paths is listed, and its _backward run, once."
+            cause = "backward-calls-a-node-twice"
         elif kids[name]:
             why = "every node that root depends on must have its _backward called"
             hint = "Walk from the root through every node's _prev, and call each node's _backward once."
+            cause = "backward-skips-a-node"
         else:
             why = "a leaf's _backward does nothing, but backward() calls it too, like every other node's"
             hint = "Call every node's _backward, leaves included: a leaf's does nothing, but it is called too."
+            cause = "backward-skips-a-leaf"
         expect_equal(
             counts[name],
             1,
@@ -196,6 +199,7 @@ def _check_calls(got: dict, kids: dict[str, list[str]], root: str, inputs: str, 
             inputs,
             note=f"{why}; the closures were called in this order: {order or '(none)'}",
             hint=hint,
+            cause=cause,
         )
     others = sorted(set(counts) - reach)
     expect(
@@ -218,6 +222,7 @@ def _check_calls(got: dict, kids: dict[str, list[str]], root: str, inputs: str, 
                 note="a node's _backward must run after every node that uses it has pushed its gradient: "
                 "reverse topological order",
                 hint="List the nodes so each comes after its children; call _backward from the last to the first.",
+                cause="topological-order-reversed",
             )
 
 
@@ -439,7 +444,8 @@ def _check_order_by_index(calls: list, kids: list[list[int]], inputs: str) -> No
         if not isinstance(node, int) or not 0 <= node < n:
             raise CheckFailed("the _backward calls recorded", f"node numbers 0 to {n - 1}", node, inputs)
         if position[node] != -1:
-            raise CheckFailed(f"number of calls of node {node}'s _backward", 1, "2 or more", inputs)
+            cause = "backward-calls-a-node-twice"
+            raise CheckFailed(f"number of calls of node {node}'s _backward", 1, "2 or more", inputs, cause=cause)
         position[node] = i
     missing = [node for node in range(n) if position[node] == -1 and kids[node]]  # leaves' closures: optional
     expect(
@@ -448,6 +454,7 @@ def _check_order_by_index(calls: list, kids: list[list[int]], inputs: str) -> No
         "none",
         f"{len(missing)} nodes, e.g. node {missing[0]}" if missing else None,
         inputs,
+        cause="backward-skips-a-node",
     )
     for node in range(n):
         for child in kids[node]:
@@ -458,6 +465,7 @@ def _check_order_by_index(calls: list, kids: list[list[int]], inputs: str) -> No
                     f"node {child} ran first",
                     inputs,
                     note="reverse topological order: a node's _backward runs before its children's",
+                    cause="topological-order-reversed",
                 )
 
 

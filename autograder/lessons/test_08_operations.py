@@ -18,6 +18,7 @@ import pytest
 
 from autograder.kit import torch_values
 from autograder.kit.checks import (
+    close,
     expect,
     expect_close,
     expect_equal,
@@ -526,7 +527,15 @@ def test_neg_sub_rsub_forward(learner):
     texts, expected = ["-a", "a - b", "a - 2", "1 - a"], [-3.0, -2.0, 1.0, -2.0]
     got = learner.run(expressions, [[text, {"a": 3.0, "b": 5.0}] for text in texts])
     for text, want, report in zip(texts, expected, got, strict=True):
-        expect_close(report["data"], want, f"({text}).data", inputs)
+        reversed_rsub = text == "1 - a" and close(report["data"], -want)  # a - 1 where 1 - a was asked
+        expect_close(
+            report["data"],
+            want,
+            f"({text}).data",
+            inputs,
+            note="that is a - 1: __rsub__(self, other) computes other - self" if reversed_rsub else None,
+            cause="rsub-reversed" if reversed_rsub else "",
+        )
         after = report["leaves_after_forward"]
         expect_equal([after["a"][0], after["b"][0]], [3.0, 5.0], f"(a.data, b.data) after {text} (unchanged)")
 

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from autograder.kit.checks import expect, expect_close, expect_equal
+from autograder.kit.checks import close, expect, expect_close, expect_equal, expect_list
 from autograder.worker.scenario import collecting_only_new_objects, data_of, loss_report, scenario, sweep, type_name
 
 XS = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]]
@@ -153,8 +153,15 @@ def test_sgd_step_moves_data(learner):
     datas, grads = [1.0, -2.0, 0.5], [0.5, -1.0, 0.0]
     got = learner.run(sgd, datas, grads, 0.1)
     inputs = f"data = {datas}, grads = {grads}, learning_rate = 0.1"
+    uphill = {}
+    if (
+        got["data"] != [0.95, -1.9, 0.5]
+        and expect_list(got["data"], 3, "the parameters' data after sgd_step")
+        and all(close(d, x + 0.1 * g) for d, x, g in zip(got["data"], datas, grads, strict=True))
+    ):
+        uphill = {"note": "each p.data moved by +lr * p.grad, up the slope", "cause": "sgd-step-uphill"}
     for i, expected in enumerate([0.95, -1.9, 0.5]):
-        expect_close(got["data"][i], expected, f"parameters[{i}].data after sgd_step", inputs, rel=1e-12)
+        expect_close(got["data"][i], expected, f"parameters[{i}].data after sgd_step", inputs, rel=1e-12, **uphill)
 
 
 @pytest.mark.task(
@@ -211,13 +218,15 @@ def _check_history(learner, reference, seed, xs, ys, steps, lr, inputs, stale_gr
     history = got["losses"]
     expect_equal(len(history), steps, "len(history)", inputs, note="one loss per step")
     expect(got["floats"], "types in the history", "floats (loss.data)", got["types"], inputs)
-    note = None
+    note, cause = None, ""
     if steps > 1 and _matches(history[:-1], expected["losses"][1:]):
         note = "history[k] is the loss after step k's update: record the loss computed before the update"
+        cause = "loss-recorded-after-update"
     if steps > 1 and _matches(history, reference.run(train_without_zeroing, seed, xs, ys, steps, lr)):
         note = "this is the history of a loop that never zeroes the gradients: they pile up from step to step"
+        cause = "gradients-never-zeroed"
     for k, (h, e) in enumerate(zip(history, expected["losses"], strict=True)):
-        expect_close(h, e, f"history[{k}] (the loss of step {k})", inputs, rel=1e-9, note=note)
+        expect_close(h, e, f"history[{k}] (the loss of step {k})", inputs, rel=1e-9, note=note, cause=cause)
     for i, (p, q) in enumerate(zip(got["params"], expected["params"], strict=True)):
         expect_close(p, q, f"model.parameters()[{i}].data after training", inputs, rel=1e-9)
     return got

@@ -353,13 +353,13 @@ def _compare_params(params, expected, inputs, note=None):
         expect_close(p, q, f"model.parameters()[{i}].data after training", inputs, rel=1e-9, abs_tol=1e-12, note=note)
 
 
-def _compare_histories(history, expected, inputs, note=None):
+def _compare_histories(history, expected, inputs, note=None, cause=""):
     expect(isinstance(history, list), "type of the history", "list", _shown(history), inputs)
     expect_equal(len(history), len(expected), "len(history)", inputs, note="one (loss, accuracy) per step")
     for k, (entry, (loss, acc, *_)) in enumerate(zip(history, expected, strict=True)):
         _check_entry(entry, f"history[{k}]", inputs)
-        expect_close(entry[0], loss, f"history[{k}] loss", inputs, rel=1e-9, note=note)
-        expect_close(entry[1], acc, f"history[{k}] accuracy", inputs, rel=1e-12, note=note)
+        expect_close(entry[0], loss, f"history[{k}] loss", inputs, rel=1e-9, note=note, cause=cause)
+        expect_close(entry[1], acc, f"history[{k}] accuracy", inputs, rel=1e-12, note=note, cause=cause)
 
 
 def _same(history, expected):
@@ -387,18 +387,15 @@ def test_train_step_one_update(learner, reference):
     result = got["result"]
     (loss, acc, hinge_only) = expected["history"][0]
     _check_entry(result, "train_step(...)", inputs)
-    note = (
-        "this is hinge_loss alone: add l2_penalty(model.parameters())"
-        if math.isclose(result[0], hinge_only, rel_tol=1e-12)
-        else None
-    )
+    alone = math.isclose(result[0], hinge_only, rel_tol=1e-12)
     expect_close(
         result[0],
         loss,
         "train_step(...) loss (hinge_loss + l2_penalty, before the update)",
         inputs,
         rel=1e-9,
-        note=note,
+        note="this is hinge_loss alone: add l2_penalty(model.parameters())" if alone else None,
+        cause="hinge-loss-without-penalty" if alone else "",
     )
     expect_close(result[1], acc, "train_step(...) accuracy (of the scores before the update)", inputs, rel=1e-12)
     _compare_params(got["params"], expected["params"], inputs)
@@ -463,7 +460,9 @@ def test_train_classifier_learning_rate_schedule(learner, reference):
     for name, rates in wrong.items():
         if _same(history, reference.run(grader_steps, X, y, 22, [4, 4], rates)["history"]):
             note = f"these are the losses of a run with the learning rate {name}"
-    _compare_histories(history, expected["history"], inputs, note=note)
+    _compare_histories(
+        history, expected["history"], inputs, note=note, cause="learning-rate-schedule-slip" if note else ""
+    )
     _compare_params(
         got["params"], expected["params"], inputs, note="the rates of the 4 steps are 1.0, 0.775, 0.55, 0.325"
     )
