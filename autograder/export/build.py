@@ -131,7 +131,7 @@ def build(check: bool) -> tuple[list[str], list[str]]:
     if has_sources() and grader.shipped_answers_stale():  # after the task lists: the answers' key covers them
         changed.append(str(grader.SHIPPED.relative_to(SOLUTIONS.parent)))
         if not check:
-            grader.write_shipped_answers()
+            ship_answers()
     template = classroom.workflow(classroom.points_per_lesson())
     current = classroom.TEMPLATE.read_text() if classroom.TEMPLATE.exists() else ""
     if template != current:
@@ -141,3 +141,28 @@ def build(check: bool) -> tuple[list[str], list[str]]:
             classroom.TEMPLATE.write_text(template)
     changed += site_results(check)  # last: the site shows the stubs, the notebooks and the task lists
     return changed, refused
+
+
+MAX_SHIPPED = 100_000  # characters: a larger answer (a 100,000-node chain's order) is cheaper computed than shipped
+
+
+def ship_answers(path: Path | None = None) -> bool:
+    """Compute every answer of the reference that a graded run of it asks for (its checks' own inputs: the drawn
+    ones are the run's alone) and write them to `path` with the digest of the sources they come from. Returns
+    whether the file changed."""
+    from autograder.grading import grader, runner
+
+    path = path or grader.SHIPPED
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "answers.json"
+        runner.grade("solutions", fresh_inputs=1, isolation="processes", extra=["--ship-answers", str(out)])
+        answers = json.loads(out.read_text())
+    # one answer a line, in order: a change of one check's answers is a change of its lines
+    lines = [json.dumps(k) + ":" + json.dumps(v, separators=(",", ":")) for k, v in sorted(answers.items())]
+    lines = [line for line in lines if len(line) <= MAX_SHIPPED]
+    text = f'{{"sources":"{grader.answers_digest()}","answers":{{\n' + ",\n".join(lines) + "\n}}\n"
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.write_text(text)
+    grader.shipped_answers.cache_clear()
+    return True

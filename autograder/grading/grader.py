@@ -33,7 +33,6 @@ import json
 import os
 import random
 import sys
-import tempfile
 from collections.abc import Callable
 from functools import cache, cached_property
 from pathlib import Path
@@ -51,9 +50,8 @@ from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import ErrorKind, to_plain
 
 RECORDED = LESSONS / "reference_answers.json"
-# the reference's answers on the checks' own inputs, written by `python -m autograder build` (`write_shipped_answers`)
+# the reference's answers on the checks' own inputs, written by `python -m autograder build` (`build.ship_answers`)
 SHIPPED = LESSONS / "shipped_answers.json"
-MAX_SHIPPED = 100_000  # characters: a larger answer (a 100,000-node chain's order) is cheaper computed than shipped
 
 
 class BadOptions(ValueError):
@@ -67,7 +65,7 @@ class Grader:
     a visible check asked for (the student edition's export); `zygotes`: a caller's, kept warm across runs.
     `self_check_of`: this grader grades the reference, on demand, for the run of that grader (`machine_fault`).
     `ship`: compute every reference answer here, using neither the shipped answers nor the cache's, and keep them
-    for `shipped_answers.json` (`write_shipped_answers`).
+    for `shipped_answers.json` (`build.ship_answers`).
     """
 
     def __init__(
@@ -621,27 +619,6 @@ def shipped_answers() -> dict:
         return {}
     answers = data.get("answers") if isinstance(data, dict) and data.get("sources") == answers_digest() else None
     return answers if isinstance(answers, dict) else {}
-
-
-def write_shipped_answers(path: Path = SHIPPED) -> bool:
-    """Compute every answer of the reference that a graded run of it asks for (its checks' own inputs: the drawn
-    ones are the run's alone) and write them to `path` with the digest of the sources they come from. Returns
-    whether the file changed."""
-    from autograder.grading import runner
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "answers.json"
-        runner.grade("solutions", fresh_inputs=1, isolation="processes", extra=["--ship-answers", str(out)])
-        answers = json.loads(out.read_text())
-    # one answer a line, in order: a change of one check's answers is a change of its lines
-    lines = [json.dumps(k) + ":" + json.dumps(v, separators=(",", ":")) for k, v in sorted(answers.items())]
-    lines = [line for line in lines if len(line) <= MAX_SHIPPED]
-    text = f'{{"sources":"{answers_digest()}","answers":{{\n' + ",\n".join(lines) + "\n}}\n"
-    if path.is_file() and path.read_text() == text:
-        return False
-    path.write_text(text)
-    shipped_answers.cache_clear()
-    return True
 
 
 def shipped_answers_stale() -> bool:

@@ -55,7 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "reference's as DIR/<test name>.svg",
     )
     group.addoption("--record-reference", metavar="PATH", help=argparse.SUPPRESS)  # the student edition's export
-    group.addoption("--ship-answers", metavar="PATH", help=argparse.SUPPRESS)  # `build`: grader.write_shipped_answers
+    group.addoption("--ship-answers", metavar="PATH", help=argparse.SUPPRESS)  # `build`: build.ship_answers
 
 
 def pytest_configure(config: pytest.Config) -> None:
