@@ -266,9 +266,10 @@ def run_worker(sock: socket.socket, options: dict) -> None:
                 sock.close()
                 os.waitpid(child, 0)
                 os._exit(0)
-            os.read(greeted_r, 1)  # the greeting goes first on the socket
+            os.close(greeted_w)  # so that a go-between killed before it greets ends this read (EOF), not hangs it
+            if not os.read(greeted_r, 1):  # the greeting goes first on the socket
+                os._exit(0)  # the go-between is gone: nobody will ever ask this worker anything
             os.close(greeted_r)
-            os.close(greeted_w)
         else:  # `user` cannot start processes: its pid is its whole tree; `processes` has a group of its own
             wire.send(sock, {"pid": os.getpid(), "group": level.process_group and sandbox.HAS_GROUPS})
         devnull = os.open(os.devnull, os.O_RDWR)
