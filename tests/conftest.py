@@ -167,3 +167,8 @@ def pip_environment() -> dict:
     wheel folder stands in for PyTorch's CPU index, which it cannot reach), and an index it cannot reach given
     up at once rather than retried for minutes."""
     return {**os.environ, "PIP_RETRIES": "0", "PIP_DEFAULT_TIMEOUT": "15", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def autograder_command(*args: str) -> None:
+    """Run `python -m autograder ARGS` from the repository root, as a maintainer or instructor types it."""
+    subprocess.run([sys.executable, "-m", "autograder", *args], cwd=REPO, check=True, capture_output=True)

@@ -17,18 +17,13 @@ import pytest
 from autograder.course.regions import parse
 from autograder.export.edition import edition_page
 
-from .conftest import REPO
+from .conftest import REPO, autograder_command
 
 
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
     out = tmp_path_factory.mktemp("edition") / "course"
-    subprocess.run(
-        [sys.executable, "-m", "autograder", "student-edition", "--out", str(out)],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
+    autograder_command("student-edition", "--out", str(out))
     return out
 
 

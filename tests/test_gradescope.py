@@ -24,16 +24,14 @@ from autograder.export import gradescope
 from autograder.grading import scorecard
 from autograder.grading.results import Results
 
-from .conftest import REPO, pip_environment, pyenv_python
+from .conftest import REPO, autograder_command, pip_environment, pyenv_python
 from .test_grading import RESULTS_SCHEMA
 
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
-    subprocess.run(
-        [sys.executable, "-m", "autograder", "gradescope", "--out", str(out)], cwd=REPO, check=True, capture_output=True
-    )
+    autograder_command("gradescope", "--out", str(out))
     return out
 
 

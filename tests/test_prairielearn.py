@@ -18,7 +18,7 @@ import pytest
 
 from autograder.export import prairielearn, submissions
 
-from .conftest import REPO, pip_environment, pyenv_python
+from .conftest import REPO, autograder_command, pip_environment, pyenv_python
 
 MAX_RESULTS = 1_000_000  # bytes: PrairieLearn does not take a larger results.json
 
@@ -27,12 +27,7 @@ MAX_RESULTS = 1_000_000  # bytes: PrairieLearn does not take a larger results.js
 def course(tmp_path_factory) -> Path:
     """What `python -m autograder prairielearn --out DIR` writes."""
     out = tmp_path_factory.mktemp("course")
-    subprocess.run(
-        [sys.executable, "-m", "autograder", "prairielearn", "--out", str(out)],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
+    autograder_command("prairielearn", "--out", str(out))
     return out
 
 

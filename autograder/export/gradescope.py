@@ -25,7 +25,7 @@ from autograder.grading import scorecard
 from autograder.grading.results import Results, Status
 
 PLATFORM_TIMEOUT = 600  # seconds: Gradescope's default overall timeout for a submission (at most 40 minutes)
-DEADLINE = 540  # seconds: a run still going then is stopped and scored as far as it got, before Gradescope's timeout
+DEADLINE = PLATFORM_TIMEOUT - 60  # seconds: a run still going then is stopped and scored as far as it got
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image, on the base image the instructor picked.

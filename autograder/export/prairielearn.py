@@ -38,7 +38,7 @@ from autograder.grading.results import Results
 FOLDER = "backprop"  # the grader's folder under serverFilesCourse/, and the example question's
 IMAGE = "YOUR-DOCKER-HUB-NAME/backprop-grader"  # the instructor's image, built from grading-image/Dockerfile
 TIMEOUT = 120  # seconds: the question's externalGradingOptions.timeout (README: "PrairieLearn"; its default is 30)
-DEADLINE = 100  # seconds: a run still going then is stopped and scored as far as it got, before PrairieLearn's timeout
+DEADLINE = TIMEOUT - 20  # seconds: a run still going then is stopped and scored as far as it got
 PYTHON_IMAGE = "python:3.11-slim"  # the Python CI grades with; torch's CPU wheels exist for it
 
 RUN_SH = """#!/usr/bin/env bash
