@@ -361,3 +361,27 @@ def test_hint_survives_any_last_run_file_and_escapes_what_it_shows(tmp_path, mon
     assert "\x1b" not in out and "\r" not in out and "ok\\x0a\\x1b[2J\\x1b[31m✓ 1.1 passed\\x0d" in out
     assert out.splitlines()[1] == "  check: " + shown(forged, lastrun.MAX_DESCRIPTION, lines=False)
     assert len(out) < 6000, "the hint is capped"
+
+
+def test_the_results_file_is_saved_as_checks_finish_at_most_once_a_second(tmp_path, monkeypatch):
+    """A run stopped from outside keeps what it found (its results file is written while checks run), but the file,
+    which grows with each check, is not rewritten after every one of them: at most once per `SAVE_EVERY`."""
+    from types import SimpleNamespace
+
+    from autograder.grading import plugin
+
+    path = tmp_path / "results.json"
+    results = Results("x", "", "user", tests=[Check("t1", "t", "1.1", 1, "", status="passed")])
+    grader = SimpleNamespace(options=SimpleNamespace(results_file=str(path)), results=results, saved_at=float("-inf"))
+    clock = iter([100.0, 100.0, 100.5, 101.2, 101.2, 101.3, 101.3])
+    monkeypatch.setattr(plugin.time, "monotonic", lambda: next(clock))
+    plugin._save_progress(grader, final=False)  # the first check: written
+    assert json.loads(path.read_text())["tests"][0]["status"] == "passed"
+    results.tests.append(Check("t2", "t", "1.2", 1, "", status="failed"))
+    plugin._save_progress(grader, final=False)  # half a second later: not yet
+    assert len(json.loads(path.read_text())["tests"]) == 1
+    plugin._save_progress(grader, final=False)  # a second later: written
+    assert len(json.loads(path.read_text())["tests"]) == 2
+    results.tests.append(Check("t3", "t", "1.3", 1, "", status="failed"))
+    plugin._save_progress(grader, final=True)  # the end of the run: always
+    assert len(json.loads(path.read_text())["tests"]) == 3

@@ -118,6 +118,7 @@ class Grader:
         self.cache = caches.GradingCache(self.level, graded=self.fresh_seed is not None)
         self.shipping: dict | None = {} if ship else None  # `ship`: every answer this run computes
         self.lesson_digest: str | None = None  # the grading tests as they were before any learner code ran
+        self.saved_at = float("-inf")  # when the results file was last written (`plugin._save_progress`)
 
     def known_answers(self) -> dict:
         """The reference's answers computed so far, for this reference (read from disk where that is safe)."""
