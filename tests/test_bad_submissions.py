@@ -1096,3 +1096,33 @@ def test_nothing_a_worker_starts_outlives_the_run(tmp_path):
     assert run.results["extra_data"]["memory_limit"] == "cgroup", run.output[-2000:]
     time.sleep(6)
     assert not marker.exists(), "a daemon the worker started outlived the run"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="zygotes fork the workers on Linux only")
+def test_the_references_re_ask_shares_no_session_and_no_cgroup_with_the_learners_workers():
+    """A learner's worker can renice its session's scheduling group (Linux's autogroup) and fill its run's memory
+    cgroup. Were the reference's re-ask of a failed check forked from the same zygote, in the same session and
+    cgroup, the learner could starve it until it timed out: the failed check would be void, and the learner's
+    share of the points would rise. Its zygotes are its own, each in a session of its own, under a cgroup of its
+    own; nor is any zygote in the grader's session."""
+    from autograder.grading.grader import Grader
+    from autograder.grading.options import GradeOptions
+    from autograder.grading.tasks import graded
+
+    grader = Grader(GradeOptions(impl="solutions", tasks=("2.3",)))
+    grader.start()
+    try:
+        checker = grader.self_checker()
+        checker.prepare(graded("2.3"))
+        if grader.workers.start != "fork":
+            pytest.skip(f"this run's workers are not forked: {grader.workers.spawned_because}")
+        learners = [z.process.pid for z in grader.zygotes._zygotes.values()]
+        references = [z.process.pid for z in checker.zygotes._zygotes.values()]
+        assert learners and references and not set(learners) & set(references)
+        sessions = {os.getsid(pid) for pid in learners + references}
+        assert len(sessions) == len(learners + references) and os.getsid(0) not in sessions
+        if grader.workers.options["cgroup"]:
+            assert checker.workers.options["cgroup"] not in (None, grader.workers.options["cgroup"])
+    finally:
+        grader.stop_workers()
+    assert not (checker.workers or checker.zygotes._zygotes), "the re-ask's zygotes end with the run"

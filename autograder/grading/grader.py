@@ -225,9 +225,8 @@ class Grader:
         """The run's workers: its self-check's have the same level, limits, hidden folders and way to start."""
         if self.main:
             main = self.main.workers
-            return pool.Pool(
-                self.level, self.memory_mb, self.main.hidden, main.start, self.zygotes, main.options["cgroup"]
-            )
+            cgroup = isolation.memory_cgroup("reference") if main.options["cgroup"] else None
+            return pool.Pool(self.level, self.memory_mb, self.main.hidden, main.start, self.zygotes, cgroup)
         hidden = self.hidden = [
             str(REPO),
             str(self.root.parent),
@@ -294,9 +293,16 @@ class Grader:
         shipped_answers()
 
     def self_checker(self) -> Grader:
-        """The grader that asks a check of the reference, with this run's workers, options and hidden folders."""
+        """The grader that asks a check of the reference, with this run's options, level and hidden folders.
+
+        Its workers fork from zygotes of its own, each in a session (so a scheduling group) of its own, under a
+        memory cgroup of its own: nothing a learner's worker can reach (its zygote's session, which it may renice;
+        its run's cgroup, which it may fill) slows or stops the reference's re-ask, which would make a failed check
+        "could not be graded" (void) instead of failed.
+        """
         if self.checker is None:
-            self.checker = Grader(self.options, zygotes=self.zygotes, self_check_of=self)
+            self.checker = Grader(self.options, zygotes=pool.Zygotes(), self_check_of=self)
+            self.checker.own_zygotes = True
             self.checker.start_workers()
         return self.checker
 

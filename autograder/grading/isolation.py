@@ -88,8 +88,10 @@ def _in_a_child(test) -> bool:
     return os.waitpid(pid, 0)[1] == 0
 
 
-def memory_cgroup() -> str | None:
+def memory_cgroup(purpose: str = "") -> str | None:
     """A memory cgroup for this run's workers (root on Linux, where the host offers one), or None.
+
+    `purpose`: another one of this process's, apart from the first (the reference's re-asks: "reference").
 
     Under it each worker makes its own, with the memory limit, so that everything it uses counts: RLIMIT_AS
     counts only address space, and a file in a tmpfs or a memfd written but never mapped escapes it. Removed
@@ -107,7 +109,7 @@ def memory_cgroup() -> str | None:
     if "" in own and os.path.exists("/sys/fs/cgroup/cgroup.subtree_control"):  # cgroup v2, where it is the root
         bases.append("/sys/fs/cgroup" + own[""])
     for base in bases:
-        run = os.path.join(base, f"autograder-{os.getpid()}")
+        run = os.path.join(base, f"autograder-{os.getpid()}" + (f"-{purpose}" if purpose else ""))
         try:
             os.makedirs(run, exist_ok=True)
             if os.path.exists(os.path.join(run, "memory.limit_in_bytes")):

@@ -537,6 +537,7 @@ class Zygote:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self.log,
+            start_new_session=True,  # a scheduling group of its own: its workers may renice theirs, no one else's
         )
         theirs.close()
         self.ctrl = mine
