@@ -15,6 +15,7 @@ too, which promises exactly that the verdict cannot be forged.
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import os
 import shutil
@@ -1126,3 +1127,57 @@ def test_the_references_re_ask_shares_no_session_and_no_cgroup_with_the_learners
     finally:
         grader.stop_workers()
     assert not (checker.workers or checker.zygotes._zygotes), "the re-ask's zygotes end with the run"
+
+
+def _ended_graders_cgroups() -> set[str]:
+    """The memory cgroups of graders whose process has ended: what a grader killed from outside left behind."""
+    from autograder.grading import isolation
+
+    left = set()
+    for base in isolation.memory_cgroup_bases():
+        for path in glob.glob(os.path.join(base, "autograder-*")):
+            match = isolation.CGROUP_NAME.fullmatch(os.path.basename(path))
+            if match and not os.path.exists(f"/proc/{match[1]}"):
+                left.add(path)
+    return left
+
+
+@pytest.mark.skipif(not AS_ROOT or not _has_memory_cgroup(), reason="needs root and a memory cgroup")
+def test_a_grader_killed_from_outside_leaves_no_process_and_no_cgroup(tmp_path):
+    """A grader stopped at its deadline (batch, a platform's run) or killed by anyone cannot clean up after itself:
+    its workers' cgroups, and whatever is still in them, are removed by whoever stopped it (batch), and otherwise by
+    the next grader that makes a memory cgroup beside them."""
+    import signal
+    import time
+
+    from autograder.grading import batch, isolation
+    from autograder.grading.options import GradeOptions
+
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, "        import time\n        time.sleep(3600)"))
+    before = _ended_graders_cgroups()
+    results = tmp_path / "results"
+    results.mkdir()
+    outcome = batch.grade_one(submission, results, 15, GradeOptions(tasks=("2.2",)))  # stopped at its deadline
+    assert outcome.status == "timed out", outcome
+    assert not _ended_graders_cgroups() - before
+
+    grader = subprocess.Popen(  # killed by someone else: nobody removes its cgroups until the next grader
+        [sys.executable, "-m", "autograder", "grade", f"--impl={submission}", "--task", "2.2"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    bases = isolation.memory_cgroup_bases()
+    while not any(glob.glob(os.path.join(base, f"autograder-{grader.pid}", "w*")) for base in bases):
+        assert time.monotonic() < deadline and grader.poll() is None, "the grader's workers never started"
+        time.sleep(0.1)
+    os.killpg(grader.pid, signal.SIGKILL)
+    grader.wait()
+    left = _ended_graders_cgroups() - before
+    assert any(f"autograder-{grader.pid}" in path for path in left), left
+    isolation.remove_cgroup(isolation.memory_cgroup())  # the next grader's first step
+    assert not _ended_graders_cgroups() - before

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO
+from autograder.grading import isolation
 from autograder.grading.limits import ONE_THREAD
 from autograder.grading.options import GradeOptions, grader_command
 from autograder.grading.results import Results, Status
@@ -157,6 +158,8 @@ def grade_one(folder: Path, results_dir: Path, timeout: float, options: GradeOpt
                 with _children:
                     _graders.discard(proc.pid)
                 _clear_leftovers()
+                for base in isolation.memory_cgroup_bases():  # a grader stopped here could not remove its own
+                    isolation.remove_cgroups_of_ended_graders(base, pid=proc.pid)
     seconds = time.monotonic() - start
     _keep_tail(log)
     results = _read(partial)

@@ -8,6 +8,7 @@ level it was asked for that the machine cannot give, saying why.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from autograder.worker import sandbox
@@ -99,16 +100,8 @@ def memory_cgroup(purpose: str = "") -> str | None:
     """
     if sys.platform != "linux" or getattr(os, "geteuid", lambda: -1)() != 0:
         return None
-    try:
-        own = dict(line.strip().split(":", 2)[1:] for line in open("/proc/self/cgroup") if line.count(":") >= 2)
-    except OSError:
-        return None
-    bases = []
-    if "memory" in own:  # cgroup v1: the memory hierarchy
-        bases.append("/sys/fs/cgroup/memory" + own["memory"])
-    if "" in own and os.path.exists("/sys/fs/cgroup/cgroup.subtree_control"):  # cgroup v2, where it is the root
-        bases.append("/sys/fs/cgroup" + own[""])
-    for base in bases:
+    for base in memory_cgroup_bases():
+        remove_cgroups_of_ended_graders(base)
         run = os.path.join(base, f"autograder-{os.getpid()}" + (f"-{purpose}" if purpose else ""))
         try:
             os.makedirs(run, exist_ok=True)
@@ -165,6 +158,46 @@ def remove_cgroup(run: str | None) -> None:
         os.rmdir(run)
     except OSError:
         pass
+
+
+CGROUP_NAME = re.compile(r"autograder-(\d+)(-[a-z]+)?")  # `memory_cgroup`'s: the grader's pid, what it is for
+
+
+def remove_cgroups_of_ended_graders(base: str, pid: int | None = None) -> None:
+    """The memory cgroups under `base` of graders that ended without removing them (killed from outside), with
+    whatever is still in them; or, with `pid`, that grader's, once it has ended (batch, after a grader it stopped).
+
+    A grader whose pid is alive keeps its own: a pid reused since is only a cgroup left for a later sweep.
+    """
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        match = CGROUP_NAME.fullmatch(entry.name)
+        if not match or not entry.is_dir(follow_symlinks=False) or (pid is not None and int(match[1]) != pid):
+            continue
+        try:
+            os.kill(int(match[1]), 0)
+            continue  # its grader runs
+        except ProcessLookupError:
+            remove_cgroup(entry.path)
+        except OSError:
+            continue
+
+
+def memory_cgroup_bases() -> list[str]:
+    """Where `memory_cgroup` makes the runs' cgroups: this process's own memory cgroup (v1 and v2)."""
+    try:
+        own = dict(line.strip().split(":", 2)[1:] for line in open("/proc/self/cgroup") if line.count(":") >= 2)
+    except OSError:
+        return []
+    bases = []
+    if "memory" in own:  # cgroup v1: the memory hierarchy
+        bases.append("/sys/fs/cgroup/memory" + own["memory"])
+    if "" in own and os.path.exists("/sys/fs/cgroup/cgroup.subtree_control"):  # cgroup v2, where it is the root
+        bases.append("/sys/fs/cgroup" + own[""])
+    return bases
 
 
 # --- the `sandbox` level's file system: bubblewrap's ------------------------------------------------------------------
