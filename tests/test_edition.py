@@ -23,7 +23,7 @@ from .conftest import REPO, autograder_command
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
     out = tmp_path_factory.mktemp("edition") / "course"
-    autograder_command("student-edition", "--out", str(out))
+    autograder_command("export", "student-edition", "--out", str(out))
     return out
 
 

@@ -35,7 +35,10 @@ README = (REPO / "README.md").read_text()
 FIRST_PARTY = {"autograder", "solutions", "exercises", "pagekit", "buildcache", "hooks", "tests"}
 OPTIONAL = {"sitecustomize", "usercustomize"}  # imported only when a site provides one
 # what only instructors' commands import, and the command that says which extra brings it
-INSTRUCTOR_ONLY = {"nbgrader": ["nbgrader", "--out", "unused"], "tqdm": ["batch", "unused", "--out", "unused.csv"]}
+INSTRUCTOR_ONLY = {
+    "nbgrader": ["export", "nbgrader", "--out", "unused"],
+    "tqdm": ["batch", "unused", "--out", "unused.csv"],
+}
 
 
 def _names(requirements: list[str]) -> set[str]:

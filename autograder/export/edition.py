@@ -1,6 +1,6 @@
 """The student edition: a copy of the course for a class, with no reference code in any form and no hidden checks.
 
-`python -m autograder student-edition --out DIR` copies the repository (what
+`python -m autograder export student-edition --out DIR` copies the repository (what
 git tracks) except `tests/`, `.ci/`, `solutions/` and the course repository's
 own CI workflow, and:
 
