@@ -313,7 +313,7 @@ def _prairielearn(args: argparse.Namespace) -> int:
     print(f"wrote {bundle}, {args.out / 'grading-image'} and {args.out / 'questions' / prairielearn.FOLDER}:")
     print(
         "build and push the grading image, then copy the two course folders into your course "
-        "(the site's instructors' guide: PrairieLearn)"
+        "(how: the site's Guides, For instructors, PrairieLearn; course/guides/instructors/prairielearn.md)"
     )
     return 0
 

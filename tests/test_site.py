@@ -334,11 +334,12 @@ def test_one_page_per_lesson():
 
 
 def all_pages() -> list[str]:
-    """The path of every page of the site, as served: home, lessons, the rest."""
+    """The path of every page of the site, as served: home, lessons, the rest, the guides (course/guides/)."""
     return (
         [""]
         + [page_path(lesson) for lesson in registry.LESSONS]
         + [p.stem + "/" for p in sorted(COURSE.glob("*.md")) if p.name in EXTRA_PAGES and p.name != "index.md"]
+        + [p.relative_to(COURSE).with_suffix("").as_posix() + "/" for p in sorted((COURSE / "guides").rglob("*.md"))]
     )
 
 
