@@ -1,6 +1,7 @@
 """The site's guides (course/guides/): a section beside the lessons, for learners, instructors and maintainers.
 
-- Each reader's pages sit in that reader's part of the nav.
+- Each reader's pages sit in that reader's part of the nav, and a student edition leaves out exactly the parts it
+  leaves the files of out (its nav names no page it does not ship, and every page it ships).
 - A test or benchmark that the README, CONTRIBUTING.md or a guide cites as the evidence of a claim exists: the file,
   and the test function when one is named.
 """
@@ -11,6 +12,8 @@ import re
 from pathlib import Path
 
 import yaml
+
+from autograder.export.edition import LEFT_OUT, LEFT_OUT_OF_NAV, edition_config
 
 from .conftest import REPO
 
@@ -51,6 +54,21 @@ def test_each_readers_pages_are_in_that_readers_part_of_the_guides_after_the_les
     assert "guides/grading.md" in pages_of(guides) and not any(
         "guides/grading.md" in pages_of(section(guides, title)) for title in PARTS
     )
+
+
+def test_the_editions_nav_lists_exactly_the_pages_it_ships():
+    assert set(LEFT_OUT_OF_NAV) == set(PARTS)
+    nav = yaml.safe_load(edition_config((REPO / "mkdocs.yml").read_text()))["nav"]
+    listed = pages_of(nav)
+    shipped = sorted(
+        p.relative_to(REPO / "course").as_posix()
+        for p in (REPO / "course").rglob("*.md")
+        if not p.relative_to(REPO).as_posix().startswith(LEFT_OUT)
+    )
+    assert sorted(listed) == shipped
+    assert "guides/grading.md" in listed and not [
+        p for p in listed if p.startswith(("guides/instructors/", "guides/maintainers/"))
+    ]
 
 
 # `tests/test_pool.py::test_a_zygote...`, `test_bad_submissions.py::test_...`, `python tests/benchmarks/bench_site.py`
