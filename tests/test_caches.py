@@ -162,9 +162,9 @@ def test_the_shipped_answers_are_used_as_they_are_and_only_when_they_are_these_s
 
 
 def test_the_shipped_answers_are_this_courses_and_spare_a_cold_run_pytorch(tmp_path):
-    """The committed file is up to date (`python -m autograder build` writes it), and with it a run that grades
+    """The committed file is up to date (`python -m autograder dev build` writes it), and with it a run that grades
     lesson 9 from nothing cached never imports PyTorch in the pytest process (its workers do)."""
-    assert not grader.shipped_answers_stale(), "run python -m autograder build"
+    assert not grader.shipped_answers_stale(), "run python -m autograder dev build"
     script = (
         "import sys; from autograder.grading import caches, runner;"  # a cache folder of its own: nothing in it
         "caches.GradingCache.__init__.__defaults__ = (False, caches.Path(sys.argv[1]));"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course.regions import parse
-from autograder.export.edition import edition_page
+from autograder.export.edition import LEFT_OUT, edition_page
 
 from .conftest import REPO, autograder_command
 
@@ -23,7 +23,7 @@ from .conftest import REPO, autograder_command
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
     out = tmp_path_factory.mktemp("edition") / "course"
-    autograder_command("student-edition", "--out", str(out))
+    autograder_command("export", "student-edition", "--out", str(out))
     return out
 
 
@@ -213,12 +213,35 @@ def test_every_page_that_promises_a_bug_is_charged_once_says_otherwise_in_the_ed
     """The edition's pages say what happens there instead (the earliest failing task first), wherever the course's
     promise the reference underneath."""
     promised = 0
-    for page in sorted((REPO / "course").glob("*.md")):
+    for page in shipped_pages():
+        name = page.relative_to(REPO / "course").as_posix()
         text = " ".join(page.read_text().split())  # a sentence may break across lines
         promised += len(PROMISE.findall(text))
-        edition_text = " ".join(edition_page(page.name, page.read_text()).split())
-        assert not PROMISE.findall(edition_text), page.name
-    assert promised >= 4  # lessons 0, 10, 12 and 14 say it
+        edition_text = " ".join(edition_page(name, page.read_text()).split())
+        assert not PROMISE.findall(edition_text), name
+    assert promised >= 5  # lessons 0, 10, 12 and 14 say it, and the learners' guide
+
+
+def shipped_pages() -> list[Path]:
+    """The site's pages that a student edition ships (the instructors' and maintainers' guides stay behind)."""
+    pages = sorted((REPO / "course").rglob("*.md"))
+    return [p for p in pages if not p.relative_to(REPO).as_posix().startswith(LEFT_OUT)]
+
+
+def test_the_edition_keeps_the_learners_guide_and_leaves_the_instructors_and_maintainers_out(edition):
+    """Its site has the learners' page of the guides; no page, nav entry or screenshot of the instructors' and
+    maintainers' guides, which are about what the edition does not have (the reference, hidden checks, tests)."""
+    assert (edition / "site" / "guides" / "grading" / "index.html").is_file()
+    assert (REPO / "course" / "guides" / "instructors" / "honest-grading.md").is_file()  # the course has them
+    assert not (edition / "site" / "guides" / "instructors").exists()
+    assert not (edition / "site" / "guides" / "maintainers").exists()
+    assert not list((edition / "course").rglob("class-report*.png"))
+    config = (edition / "mkdocs.yml").read_text()
+    assert "For instructors" not in config and "For maintainers" not in config and "guides/grading.md" in config
+    guide = html.unescape(re.sub(r"<[^>]+>", "", (edition / "site" / "guides" / "grading" / "index.html").read_text()))
+    assert "--impl solutions" not in guide and "This edition has no reference code" in guide
+    home = (edition / "site" / "index.html").read_text()
+    assert "guides/instructors" not in home and "guides/grading/" in home  # the nav, as the edition has it
 
 
 def test_a_changed_promise_stops_the_export():

@@ -31,7 +31,7 @@ from .test_grading import RESULTS_SCHEMA
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
-    autograder_command("gradescope", "--out", str(out))
+    autograder_command("export", "gradescope", "--out", str(out))
     return out
 
 

@@ -23,7 +23,7 @@ from autograder.worker.wire import stub_message
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
-# A student edition (`python -m autograder student-edition`) ships no reference: the regions, the stubs and the
+# A student edition (`python -m autograder export student-edition`) ships no reference: the regions, the stubs and the
 # reference's fingerprint are written here instead.
 EDITION_MANIFEST = REPO / "autograder" / "edition.json"
 

@@ -1,4 +1,4 @@
-"""`python -m autograder build [--check]`: regenerate, or check, every file generated from the single source.
+"""`python -m autograder dev build [--check]`: regenerate, or check, every file generated from the single source.
 
 The generated files, and what they are made from:
 

@@ -165,7 +165,7 @@ def reset(task_ids: list[str], folder: Path = EXERCISES) -> list[tuple[Path, Pat
         try:
             original = path.read_bytes()
         except FileNotFoundError:
-            raise CannotReset(f"{path} is missing: `python -m autograder sync` writes the stubs again") from None
+            raise CannotReset(f"{path} is missing: `python -m autograder dev sync` writes the stubs again") from None
         lines = original.decode("utf-8").splitlines()
         stub = expected[path.name].splitlines()
         module_holes = holes(stub, [r for r in all_regions() if r.module == module])

@@ -1,6 +1,6 @@
 """Generate `exercises/` from `solutions/`: each solution region becomes a TODO and a NotImplementedError.
 
-`python -m autograder sync` writes the stubs; `--check` only compares and
+`python -m autograder dev sync` writes the stubs; `--check` only compares and
 prints a diff. A file the learner has changed since it was last generated is
 never overwritten, unless `--force` is given, and then a backup is kept. What
 was last generated is remembered in `exercises/.sync-manifest.json` (a hash
@@ -30,7 +30,7 @@ EXERCISES_INIT = '''"""Your work: the stubs you fill in, lesson by lesson.
 
 Each `raise NotImplementedError("task L.N: ...")` marks code for you to write;
 the docstring above it says what it must do, and `pytest autograder --task L.N`
-grades it. Generated from `solutions/` by `python -m autograder sync`.
+grades it. Generated from `solutions/` by `python -m autograder dev sync`.
 """
 '''
 

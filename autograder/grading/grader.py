@@ -50,7 +50,7 @@ from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import ErrorKind, to_plain
 
 RECORDED = LESSONS / "reference_answers.json"
-# the reference's answers on the checks' own inputs, written by `python -m autograder build` (`build.ship_answers`)
+# the reference's answers on the checks' own inputs, written by `python -m autograder dev build` (`build.ship_answers`)
 SHIPPED = LESSONS / "shipped_answers.json"
 
 
@@ -562,7 +562,7 @@ class Reference:
     next run at the same level (`caches.GradingCache`), so a batch or a second
     run computes each answer once. A student edition ships no reference
     code; there the answers of the visible checks ship as data (recorded by
-    `python -m autograder student-edition`).
+    `python -m autograder export student-edition`).
     """
 
     def __init__(self, grader: Grader):

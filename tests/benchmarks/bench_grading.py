@@ -24,9 +24,9 @@ a cgroup's CPU accounting where the benchmark may make one, as root; else only w
 
 - the floor again, on that core;
 - a graded run of the reference from a fresh PrairieLearn bundle, as a platform's container starts it: `python -m
-  autograder prairielearn-run` in a new copy of the grader (no bytecode of the course's files, nothing in the
+  autograder run prairielearn` in a new copy of the grader (no bytecode of the course's files, nothing in the
   grader's cache folders), the reference's files as the submission; at the machine's best level;
-- the same with `--isolation user` in place of `prairielearn-run` (`pytest autograder --fresh-inputs 1` in the fresh
+- the same with `--isolation user` in place of `run prairielearn` (`pytest autograder --fresh-inputs 1` in the fresh
   bundle: the level Gradescope and PrairieLearn run at), where this machine has it;
 - a learner's run (`pytest autograder --impl solutions`, warm: Python's bytecode kept, as on a learner's machine).
 
@@ -261,8 +261,8 @@ def fresh_bundle() -> tuple[Path, Path, Path]:
     """A new PrairieLearn bundle of this repository (its grader's source folder), and a /grade tree whose
     student folder holds the reference's files."""
     top = Path(tempfile.mkdtemp(prefix="bench-cold-"))
-    subprocess.run([sys.executable, "-m", "autograder", "prairielearn", "--out", str(top / "pl")], cwd=REPO, check=True,
-                   capture_output=True)  # fmt: skip
+    export = [sys.executable, "-m", "autograder", "export", "prairielearn", "--out", str(top / "pl")]
+    subprocess.run(export, cwd=REPO, check=True, capture_output=True)
     student = top / "grade" / "student"
     student.mkdir(parents=True)
     for path in (REPO / "solutions").glob("*.py"):
@@ -289,7 +289,7 @@ def one_core(runs: int) -> None:
                 run = ["-m", "pytest", "autograder", "--impl", str(grade_root / "student"), "--fresh-inputs", "1",
                        "--isolation", "user", "-p", "no:cacheprovider"]  # fmt: skip
             else:
-                run = ["-m", "autograder", "prairielearn-run", "--root", str(grade_root)]
+                run = ["-m", "autograder", "run", "prairielearn", "--root", str(grade_root)]
             return cpu_of([*python, *run], cwd=source, env=env)
         finally:
             shutil.rmtree(top, ignore_errors=True)
