@@ -1096,3 +1096,35 @@ def test_nothing_a_worker_starts_outlives_the_run(tmp_path):
     assert run.results["extra_data"]["memory_limit"] == "cgroup", run.output[-2000:]
     time.sleep(6)
     assert not marker.exists(), "a daemon the worker started outlived the run"
+
+
+# --- judgements over the learner's data: each under a limit, and text read in linear time ---------------------------
+
+# a line of a drawing's DOT text that backtracking patterns such as `^\s*(ID)\s*(\[.*\])?\s*;?\s*$` take days over
+HOSTILE_DOT_LINE = "\ta" + " " * 20_000 + "x"
+
+
+def test_the_text_of_a_drawing_is_read_in_time_proportional_to_it():
+    """Task 3.2's judgements read the learner's DOT text without a pattern that backtracks: the lines that took a
+    backtracking reader days (runs of spaces between tokens, quotes, attributes) take it milliseconds."""
+    lines = [
+        HOSTILE_DOT_LINE,
+        "\ta" + " " * 20_000 + "[" + " " * 20_000 + "x",
+        "\t" + '"' * 30_001,
+        "\ta [" + "x = y " * 5_000,
+        "\t" + "a -> " * 5_000,
+    ]
+    probe = (
+        "import sys, time\n"
+        "from autograder.lessons.test_03_graph import parse_dot\n"
+        "lines = sys.stdin.read().split('\\n')\n"
+        "start = time.process_time()\n"
+        "for line in lines:\n"
+        "    parse_dot('digraph {\\n' + line + '\\n}')\n"
+        "print(time.process_time() - start)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], input="\n".join(lines), cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 2.0, done.stdout
