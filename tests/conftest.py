@@ -32,11 +32,18 @@ class GradingRun:
 
 
 def grade(
-    impl: str | Path, *args: str, tmp_path: Path, env: dict | None = None, python: str = sys.executable, cwd=REPO
+    impl: str | Path,
+    *args: str,
+    tmp_path: Path,
+    env: dict | None = None,
+    python: str = sys.executable,
+    cwd=REPO,
+    timeout: float = 600,
 ) -> GradingRun:
     """Run `pytest autograder --impl IMPL --results-json ...` in a subprocess, from the repository root.
 
-    `env` adds to the environment (a simulated platform's PYTHONPATH); `python` is another interpreter.
+    `env` adds to the environment (a simulated platform's PYTHONPATH); `python` is another interpreter; `timeout`:
+    the seconds the run may take before the test fails.
     """
     results = tmp_path / f"results-{len(list(tmp_path.glob('results-*.json')))}.json"
     proc = subprocess.run(
@@ -44,7 +51,7 @@ def grade(
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
     )
     output = proc.stdout + proc.stderr

@@ -1102,6 +1102,64 @@ def test_nothing_a_worker_starts_outlives_the_run(tmp_path):
 
 # a line of a drawing's DOT text that backtracking patterns such as `^\s*(ID)\s*(\[.*\])?\s*;?\s*$` take days over
 HOSTILE_DOT_LINE = "\ta" + " " * 20_000 + "x"
+DRAWS_A_LONG_LINE = '    dot.body.append("\\ta" + " " * 20_000 + "x\\n")\n    return dot\n    ### END SOLUTION'
+
+# A plugin for the grader's run: task 3.2's judgements read DOT text with the backtracking patterns they once had,
+# standing for any judgement whose work an answer can blow up.
+BACKTRACKING_JUDGE = r"""
+import re
+
+ID = r'"(?:[^"\\]|\\.)*"|-?[\w.]+'
+EDGE = re.compile(rf"^\s*({ID})\s*->\s*({ID})\s*(?:\[(.*)\])?\s*;?\s*$")
+NODE = re.compile(rf"^\s*({ID})\s*(?:\[(.*)\])?\s*;?\s*$")
+ATTR = re.compile(rf"({ID})\s*=\s*({ID})")
+
+
+def unquote(text):
+    return text[1:-1].replace('\\"', '"') if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
+def parse_dot(source):
+    nodes, edges = {}, set()
+    for line in source.splitlines():
+        if match := EDGE.match(line):
+            tail, head = unquote(match[1]), unquote(match[2])
+            edges.add((tail, head))
+            nodes.setdefault(tail, {})
+            nodes.setdefault(head, {})
+        elif (match := NODE.match(line)) and unquote(match[1]) not in ("graph", "node", "edge", "digraph"):
+            attrs = nodes.setdefault(unquote(match[1]), {})
+            attrs.update((unquote(k), unquote(v)) for k, v in ATTR.findall(match[2] or ""))
+    return nodes, edges
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if hasattr(item.module, "parse_dot"):
+            item.module.parse_dot = parse_dot
+"""
+
+
+def test_a_judgement_past_its_time_limit_fails_its_check_and_the_run_goes_on(tmp_path):
+    """A judgement whose work the answer blows up (a backtracking pattern over a drawing's long line: days) is
+    stopped at its CPU limit, the check's: that check fails, saying so, and every other check is graded."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "backtracking_judge.py").write_text(BACKTRACKING_JUDGE)
+    submission = copy_of("solutions", tmp_path)
+    graph = submission / "graph.py"
+    graph.write_text(graph.read_text().replace("    return dot\n    ### END SOLUTION", DRAWS_A_LONG_LINE))
+    run = grade(
+        submission,
+        *("--task", "3.1", "--task", "3.2", "--check-timeout", "1", "-p", "backtracking_judge"),
+        tmp_path=tmp_path,
+        env={"PYTHONPATH": str(plugins)},
+        timeout=300,
+    )
+    assert run.status == {"3.1": "passed", "3.2": "failed"}, run.output[-3000:]
+    stopped = [c for c in run.results["extra_data"]["results"] if "stopped judging" in c["message"]]
+    assert stopped and all(c["status"] == "failed" for c in stopped), run.output[-3000:]
+    assert "after 1 s of its CPU time" in stopped[0]["message"]
 
 
 def test_the_text_of_a_drawing_is_read_in_time_proportional_to_it():
