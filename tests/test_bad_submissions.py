@@ -1186,3 +1186,12 @@ def test_the_text_of_a_drawing_is_read_in_time_proportional_to_it():
     )
     assert done.returncode == 0, done.stderr
     assert float(done.stdout) < 2.0, done.stdout
+
+
+def test_a_stack_a_stopped_worker_sends_is_read_whatever_its_numbers():
+    """The frames a worker past its deadline reports are its to write: a line number of 5,000 digits (past
+    Python's limit on converting one) is not a frame, and the others still are."""
+    from autograder.grading import pool
+
+    dump = b'  File "engine.py", line ' + b"9" * 5_000 + b' in f\n  File "engine.py", line 12 in __pow__\n'
+    assert pool.stack_of(dump) == [("engine.py", 12, "__pow__")]

@@ -61,7 +61,8 @@ from autograder.worker import wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
 DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
-STACK_LINE = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$', re.MULTILINE)
+# a frame line of a worker's stack dump (what its code may have written itself: a line number Python can convert)
+STACK_LINE = re.compile(rb'^  File "(.*)", line (\d{1,9}) in (.*)$', re.MULTILINE)
 POSIX_SOCKETS = os.name == "posix" and importlib.util.find_spec("fcntl") is not None  # a child can inherit one
 
 
