@@ -59,6 +59,17 @@ def grade(
     return GradingRun(proc.returncode, output, json.loads(results.read_text()))
 
 
+def level_here(level: str) -> str:
+    """`level`, if this machine gives it; else the test is skipped, saying why (`--isolation processes` as root
+    needs a Python that the workers' own users can reach: not one under a closed /root)."""
+    from autograder.grading import isolation
+
+    why = isolation.why_not(level)
+    if why:
+        pytest.skip(f"--isolation {level} is not possible here: {why}")
+    return level
+
+
 def copy_of(folder: str, tmp_path: Path, name: str = "submission") -> Path:
     """A copy of solutions/ or exercises/ to break or fill in."""
     target = tmp_path / name

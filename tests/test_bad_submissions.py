@@ -30,13 +30,14 @@ from autograder.grading.isolation import best_level
 from autograder.grading.results import Results
 from autograder.worker import sandbox
 
-from .conftest import REPO, copy_of, grade
+from .conftest import REPO, copy_of, grade, level_here
 
 # the tasks that run engine.py: its own, and the capstone that runs it whole
 ENGINE_TASKS = frozenset(
     t for t in registry.TASKS if registry.task(t).lesson in (2, 5, 6, 7, 8) or "engine" in registry.task(t).runs_whole
 )
 AS_ROOT = best_level() == "sandbox"
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 @dataclass
@@ -746,7 +747,8 @@ def test_no_submission_changes_a_file_or_leaves_a_process(graded):
 
 @pytest.fixture(scope="module")
 def graded_without_root(tmp_path_factory) -> dict:
-    return _grade_corpus(tmp_path_factory.mktemp("corpus-processes"), VERDICT, "--isolation", "processes")
+    level = level_here("processes")
+    return _grade_corpus(tmp_path_factory.mktemp("corpus-processes"), VERDICT, "--isolation", level)
 
 
 @pytest.mark.parametrize("bad", VERDICT, ids=lambda bad: bad.name)
@@ -1092,7 +1094,7 @@ def test_nothing_a_worker_starts_outlives_the_run(tmp_path):
     submission = copy_of("solutions", tmp_path)
     engine = submission / "engine.py"
     engine.write_text(engine.read_text().replace(REPR, DAEMON.replace("MARKER", repr(str(marker)))))
-    run = grade(submission, "--task", "2.2", "--isolation", "processes", tmp_path=tmp_path)
+    run = grade(submission, "--task", "2.2", "--isolation", level_here("processes"), tmp_path=tmp_path)
     assert run.results["extra_data"]["memory_limit"] == "cgroup", run.output[-2000:]
     time.sleep(6)
     assert not marker.exists(), "a daemon the worker started outlived the run"
@@ -1195,3 +1197,63 @@ def test_a_stack_a_stopped_worker_sends_is_read_whatever_its_numbers():
 
     dump = b'  File "engine.py", line ' + b"9" * 5_000 + b' in f\n  File "engine.py", line 12 in __pow__\n'
     assert pool.stack_of(dump) == [("engine.py", 12, "__pow__")]
+
+
+# --- `processes`: no learner code runs as root, and the CPU time of what a worker starts counts -----------------------
+
+WHO = """        import os
+        raise ValueError(f"euid {os.geteuid()} groups {os.getgroups()}")"""
+
+# a daemon that leaves the run's cgroup (its pid written into the root of each hierarchy), then outlives the run
+ESCAPES = """        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                for top in ("/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified"):
+                    try:
+                        with open(top + "/cgroup.procs", "w") as f:
+                            f.write(str(os.getpid()))
+                    except OSError:
+                        pass
+                time.sleep(4)
+                open(MARKER, "w").write("written after the run")
+            os._exit(0)
+        return f"Value(data={self.data})\""""
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="as an ordinary user, workers run as that user")
+def test_at_processes_as_root_a_worker_is_a_user_of_its_own(tmp_path):
+    """As root, `--isolation processes` runs no learner code as root: each worker is a user of its own, with no
+    group (it could otherwise leave the run's cgroup, outlive the run, and write the caches the grader trusts)."""
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, WHO))
+    run = grade(submission, "--task", "2.2", "--isolation", level_here("processes"), tmp_path=tmp_path)
+    said = [c["message"] for c in run.results["extra_data"]["results"] if "euid" in c["message"]]
+    assert said and all(f"euid {os.geteuid()} " not in message for message in said), run.output[-2000:]
+    assert all("groups []" in message for message in said), said
+    uid = int(said[0].split("euid ")[1].split()[0])
+    assert uid >= sandbox.FIRST_SANDBOX_UID, said
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="as an ordinary user there is no cgroup of the run's")
+def test_at_processes_as_root_a_daemon_cannot_leave_the_runs_cgroup(tmp_path):
+    """A daemon a worker leaves behind, which moves itself out of the run's cgroup, is still ended with the run."""
+    import tempfile
+    import time
+
+    shared = Path(tempfile.mkdtemp(prefix="autograder-marker-"))  # a folder any user may write: the daemon's target
+    shared.chmod(0o1777)
+    marker = shared / "marker"
+    try:
+        submission = copy_of("solutions", tmp_path)
+        engine = submission / "engine.py"
+        engine.write_text(engine.read_text().replace(REPR, ESCAPES.replace("MARKER", repr(str(marker)))))
+        running = frozenset(_sandbox_processes())
+        run = grade(submission, "--task", "2.2", "--isolation", level_here("processes"), tmp_path=tmp_path)
+        assert run.results["extra_data"]["memory_limit"] == "cgroup", run.output[-2000:]
+        time.sleep(6)
+        assert not marker.exists(), "a daemon left the run's cgroup and outlived the run"
+        assert _sandbox_processes(running) == []
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
