@@ -1220,6 +1220,21 @@ ESCAPES = """        import os, time
             os._exit(0)
         return f"Value(data={self.data})\""""
 
+# two children burning CPU side by side, waited for: the worker itself uses almost none
+BURNS_IN_CHILDREN = """        import os, time
+        children = []
+        for _ in range(2):
+            pid = os.fork()
+            if pid == 0:
+                start = time.process_time()
+                while time.process_time() - start < 4:
+                    pass
+                os._exit(0)
+            children.append(pid)
+        for pid in children:
+            os.waitpid(pid, 0)
+        return f"Value(data={self.data})\""""
+
 
 @pytest.mark.skipif(not IS_ROOT, reason="as an ordinary user, workers run as that user")
 def test_at_processes_as_root_a_worker_is_a_user_of_its_own(tmp_path):
@@ -1257,3 +1272,17 @@ def test_at_processes_as_root_a_daemon_cannot_leave_the_runs_cgroup(tmp_path):
         assert _sandbox_processes(running) == []
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a worker's children are counted on Linux")
+def test_at_processes_the_cpu_time_of_a_workers_children_counts(tmp_path):
+    """Two children burning 4 s of CPU each, side by side, inside a call of 3 s (2 s and the grace): the call is
+    stopped at its CPU limit, as if the worker had burnt it itself."""
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, BURNS_IN_CHILDREN))
+    level = level_here("processes")
+    run = grade(submission, "--task", "2.2", "--isolation", level, "--check-timeout", "2", tmp_path=tmp_path)
+    assert run.status["2.2"] == "timed out", run.output[-3000:]
+    stopped = [c["message"] for c in run.results["extra_data"]["results"] if c["status"] == "timed out"]
+    assert any("stopped after the time limit" in message for message in stopped), stopped  # CPU, not the clock

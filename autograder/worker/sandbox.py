@@ -25,7 +25,8 @@ permissions.
 between the grader and the worker, with the time limits, the memory cap where
 the system enforces one (Linux), and a process group of its own where there
 are process groups (POSIX), killed with the check; but the worker runs as the
-learner's user. As
+learner's user. It may start processes: on Linux they stay below it (it is
+their "subreaper"), where the grader counts their CPU time with its own. As
 root (`--isolation processes`, or no bubblewrap), the worker still becomes a
 user of its own, as at `user`: no learner code ever runs as root.
 
@@ -88,6 +89,8 @@ def shut_in(level: Level, memory_mb: int, uid: int, file_mb: int = 16, cgroup: s
         _private_mounts(cgroup)
     elif level.process_group and HAS_GROUPS and os.getpgid(0) != os.getpid():
         os.setpgid(0, 0)  # a group of its own, killed with the check (a spawned worker leads one already)
+    if level.process_group and LINUX:  # what it starts stays below it, orphans too: the grader counts their CPU time
+        libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     _limits(level, memory_mb, file_mb)
     # a folder it may not write to: its own /tmp at `sandbox`; at `user` there may be no folder it can write at all
     folder = "/tmp" if level.namespaces else "/" if level.own_user else _scratch()
