@@ -1031,6 +1031,40 @@ def test_hint_reads_and_writes_no_file_through_a_link(tmp_path):
     assert "hint 2" in proc.stdout.lower() or "2/" in proc.stdout, proc.stdout
 
 
+def test_reset_and_sync_write_only_the_folders_own_files_never_through_a_link(tmp_path):
+    """`reset` and `sync --force` on a folder whose engine.py is a link to a file outside it (an instructor's, the
+    system's) refuse it and write nothing, not even a copy beside the link; a hard link to a file outside keeps
+    that file as it was (the folder's name is given a new file)."""
+    from autograder.course import regions as course
+
+    folder = copy_of("exercises", tmp_path)
+    solutions = REPO / "solutions" / "engine.py"
+    done = course.generate(solutions.read_text(), "engine", frozenset({"2.3"}), str(solutions))
+    outside = tmp_path / "instructors-engine.py"
+    outside.write_text(done)
+    engine = folder / "engine.py"
+    engine.unlink()
+    engine.symlink_to(outside)
+
+    def command(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "autograder", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+
+    refused = command("reset", "2.3", "--impl", str(folder))
+    assert refused.returncode == 1 and "symbolic link" in refused.stderr, refused.stdout + refused.stderr
+    forced = command("sync", "--into", str(folder), "--force")
+    assert "kept" in forced.stderr and "not a regular file" in forced.stderr, forced.stdout + forced.stderr
+    assert outside.read_text() == done and engine.is_symlink()
+    assert not list(folder.glob("*.bak")) and not list(tmp_path.glob("*.bak"))
+    engine.unlink()
+    os.link(outside, engine)  # one file, two names: the folder's, and one outside it
+    reset_done = command("reset", "2.3", "--impl", str(folder))
+    assert reset_done.returncode == 0, reset_done.stdout + reset_done.stderr
+    assert outside.read_text() == done, "reset wrote into a file outside the folder"
+    assert engine.read_text() != done and engine.stat().st_nlink == 1
+
+
 COPY_PROBE = """        import os, sys
         found = []
         for entry in sys.path + [os.path.dirname(p) for p in sys.path]:
