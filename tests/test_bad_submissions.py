@@ -1012,6 +1012,28 @@ def test_batch_trusts_no_folder_name(tmp_path):
     assert batching.finished(out) == set(names)  # a second run grades none of them again
 
 
+def test_batch_shows_a_folders_or_files_control_characters_escaped_in_its_progress_and_every_log(tmp_path):
+    """A submission folder named with terminal escape sequences (clear the screen, red, a bell), holding a file named
+    like that: the progress line, the batch's output, each grader's log and the gradebook's notes show them escaped;
+    the gradebook keeps the folder's name as it is, to find it again (a second run resumes)."""
+    name = "draws\x1b[2J\x1b[31mRED\x07"
+    submissions = tmp_path / "submissions"
+    folder = submissions / name
+    shutil.copytree(REPO / "exercises", folder, ignore=shutil.ignore_patterns("__pycache__", "notebooks"))
+    (folder / "x\x1b[2Jy.py").symlink_to(folder / "engine.py")  # not graded, and named in the row's note
+    out = tmp_path / "grades.csv"
+    command = [sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out), "--jobs", "1"]
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    log = (out.with_suffix(".results") / name / "grader.log").read_text()
+    with open(out, newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert "\\x1b[2J" in proc.stderr and "\\x1b[2J" in log and "\\x1b[2J" in row["note"], proc.stderr[-500:]
+    for text in (proc.stdout, proc.stderr, log, row["note"]):
+        assert "\x1b" not in text and "\x07" not in text
+    assert row["submission"] == name
+
+
 def test_hint_reads_and_writes_no_file_through_a_link(tmp_path):
     """`hint` on a handed-in folder: its `.hints-seen.json` is a link to a file outside it, which stays as it was."""
     folder = copy_of("exercises", tmp_path)

@@ -44,7 +44,7 @@ from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
 from autograder.grading.options import GradeOptions
 from autograder.grading.results import Results, Status, TestResult
 from autograder.grading.tasks import LESSONS, GradedTask, graded, reference_for, scenario_source
-from autograder.grading.verdicts import LOST, Fault, LearnerError
+from autograder.grading.verdicts import LOST, Fault, LearnerError, shown
 from autograder.worker import wire
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import ErrorKind, to_plain
@@ -84,9 +84,10 @@ class Grader:
         impl = self.options.impl
         self.root = self.options.folder()
         if not self.root.is_dir():
-            raise BadOptions(f"--impl {impl}: no such folder ({self.root})")
-        # a platform's learner grades their own clone's exercises/: no --impl in the commands the results suggest
-        self.impl_option = "" if impl == "exercises" or self.options.platform else f" --impl {impl}"
+            raise BadOptions(f"--impl {shown(impl, lines=False)}: no such folder ({shown(self.root, lines=False)})")
+        # a platform's learner grades their own clone's exercises/: no --impl in the commands the results suggest;
+        # the folder's name is a submission's, in a batch: shown escaped wherever it is written (a log, a terminal)
+        self.impl_option = "" if impl == "exercises" or self.options.platform else f" --impl {shown(impl, lines=False)}"
         self.timeout = self.options.check_timeout
         self.memory_mb = self.options.memory_limit
         try:
@@ -142,7 +143,8 @@ class Grader:
     def graded_name(self) -> str:
         if self.options.platform:
             return "your submission"
-        return str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
+        name = str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
+        return shown(name, lines=False)
 
     def without_paths(self, text: str) -> str:
         """`text` as a platform's learner reads it: their files by name ("engine.py:250"), never the temporary
