@@ -51,8 +51,12 @@ def _sync(args: argparse.Namespace) -> int:
     for name in written:
         print(f"wrote {args.into / name}")
     for name in refused:
+        path = args.into / name
+        if path.is_symlink() or not path.is_file():
+            print(f"kept {path}: not a regular file (a link?); sync writes only the folder's own", file=sys.stderr)
+            continue
         print(
-            f"kept {args.into / name}: it differs from what sync last wrote (your work?); "
+            f"kept {path}: it differs from what sync last wrote (your work?); "
             "use --force to replace it (a .bak copy is kept)",
             file=sys.stderr,
         )

@@ -32,11 +32,18 @@ class GradingRun:
 
 
 def grade(
-    impl: str | Path, *args: str, tmp_path: Path, env: dict | None = None, python: str = sys.executable, cwd=REPO
+    impl: str | Path,
+    *args: str,
+    tmp_path: Path,
+    env: dict | None = None,
+    python: str = sys.executable,
+    cwd=REPO,
+    timeout: float = 600,
 ) -> GradingRun:
     """Run `pytest autograder --impl IMPL --results-json ...` in a subprocess, from the repository root.
 
-    `env` adds to the environment (a simulated platform's PYTHONPATH); `python` is another interpreter.
+    `env` adds to the environment (a simulated platform's PYTHONPATH); `python` is another interpreter; `timeout`:
+    the seconds the run may take before the test fails.
     """
     results = tmp_path / f"results-{len(list(tmp_path.glob('results-*.json')))}.json"
     proc = subprocess.run(
@@ -44,12 +51,23 @@ def grade(
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
     )
     output = proc.stdout + proc.stderr
     assert results.exists(), f"the grader wrote no results (exit {proc.returncode}):\n{output[-3000:]}"
     return GradingRun(proc.returncode, output, json.loads(results.read_text()))
+
+
+def level_here(level: str) -> str:
+    """`level`, if this machine gives it; else the test is skipped, saying why (`--isolation processes` as root
+    needs a Python that the workers' own users can reach: not one under a closed /root)."""
+    from autograder.grading import isolation
+
+    why = isolation.why_not(level)
+    if why:
+        pytest.skip(f"--isolation {level} is not possible here: {why}")
+    return level
 
 
 def copy_of(folder: str, tmp_path: Path, name: str = "submission") -> Path:

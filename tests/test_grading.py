@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import jsonschema
@@ -11,7 +12,7 @@ from autograder.course import registry
 from autograder.export.stubs import expected_files
 from autograder.grading import isolation
 
-from .conftest import REPO, copy_of, grade
+from .conftest import REPO, copy_of, grade, level_here
 
 ALL_TASKS = sorted(registry.TASKS, key=registry.sort_key)
 CAPSTONES = [t for t in ALL_TASKS if registry.task(t).runs_whole]
@@ -367,9 +368,13 @@ def test_a_run_whose_grading_tests_changed_under_it_is_void(tmp_path):
     code = f"open({str(target)!r}, 'a').write('# changed by a submission\\n')"
     derivatives.write_text(derivatives.read_text() + "\n" + code + "\n")  # when the file loads
     try:
-        run = grade(submission, "--lesson", "1", "--isolation", "processes", tmp_path=tmp_path)
+        run = grade(submission, "--lesson", "1", "--isolation", level_here("processes"), tmp_path=tmp_path)
+        written = target.read_text() != original
     finally:
         target.write_text(original)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # its workers are users of their own: the files are root's
+        assert not written and "results are void" not in json.dumps(run.results), run.output[-3000:]
+        return
     assert set(run.status.values()) == {"error"}, run.output[-3000:]
     assert "results are void" in json.dumps(run.results), run.output[-3000:]
 

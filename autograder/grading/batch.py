@@ -39,6 +39,7 @@ from autograder.grading import isolation
 from autograder.grading.limits import ONE_THREAD
 from autograder.grading.options import GradeOptions, grader_command
 from autograder.grading.results import Results, Status
+from autograder.grading.verdicts import shown
 from autograder.worker import sandbox
 
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log
@@ -102,9 +103,9 @@ def private_copy(folder: Path, into: Path) -> tuple[Path, list[str]]:
         if path.suffix != ".py" or path.name.startswith("."):
             continue
         if not stat.S_ISREG(info.st_mode):
-            left.append(f"{path.name} (not a regular file)")
+            left.append(f"{shown(path.name, lines=False)} (not a regular file)")
         elif info.st_size > MAX_FILE:
-            left.append(f"{path.name} (over {MAX_FILE} bytes)")
+            left.append(f"{shown(path.name, lines=False)} (over {MAX_FILE} bytes)")
         else:
             shutil.copyfile(path, copy / path.name, follow_symlinks=False)
     return copy, left
@@ -319,7 +320,7 @@ def batch(
                 f.flush()
             outcomes.append(outcome)
             bar.update(1)
-            bar.set_postfix_str(f"{outcome.name}: {outcome.status}")
+            bar.set_postfix_str(f"{shown(outcome.name, 80, lines=False)}: {outcome.status}")  # a folder's name
         bar.close()
     return outcomes
 

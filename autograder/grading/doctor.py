@@ -60,7 +60,10 @@ def torch_build() -> Finding:
 
 
 def isolation_level() -> Finding:
-    level, start = isolation.best_level(), pool.start_method()
+    try:
+        level, start = isolation.best_level(), pool.start_method()
+    except RuntimeError as exc:  # root, where the workers' own users could not run Python, and no bubblewrap
+        return Finding("PROBLEM", "no isolation level is possible here", str(exc))
     stronger = [f"{better}: {why}" for better in LEVELS[: LEVELS.index(level)] if (why := isolation.why_not(better))]
     detail = f"workers are {'forked' if start == 'fork' else 'spawned'}; isolation level {level}"
     if not level.own_user:

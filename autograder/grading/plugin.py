@@ -16,8 +16,8 @@ its points and a hint, and gives the grading tests two fixtures:
 The hooks start the workers before collection, sort every outcome into a
 status (`verdicts.classify`), ask a failed check of the reference
 (`Grader.machine_fault`: a check the reference fails here too *could not be
-graded*), and write the scorecard and the results file only after every
-worker is gone.
+graded*), give each judgement its CPU time (`judging.limit`), and write the
+scorecard and the results file only after every worker is gone.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pytest
 
 from autograder.course import registry
 from autograder.course.regions import has_sources
-from autograder.grading import drawing, fresh_inputs, lastrun, options, pool, scorecard, verdicts
+from autograder.grading import drawing, fresh_inputs, judging, lastrun, options, pool, scorecard, verdicts
 from autograder.grading.blame import blame_by_dependency
 from autograder.grading.grader import BadOptions, Grader, Learner, Reference, lessons_digest
 from autograder.grading.results import Status, TestResult
@@ -156,7 +156,8 @@ def reference(request: pytest.FixtureRequest) -> Reference:
 def pytest_runtest_call(item: pytest.Item):
     """A check that fails is asked of the reference too: if the reference fails it here as well, it is void."""
     try:
-        return (yield)
+        with judging.limit(item.config.stash[GRADER].timeout):  # the judgement's own CPU time, here
+            return (yield)
     except pool.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
         pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
     except pytest.exit.Exception:
@@ -181,7 +182,8 @@ def _run_with(item: pytest.Item, learner: Learner) -> None:
     mine = item.funcargs["learner"]
     item.funcargs["learner"] = learner
     try:
-        item.runtest()
+        with judging.limit(learner.grader.timeout):
+            item.runtest()
     finally:
         item.funcargs["learner"] = mine
 
