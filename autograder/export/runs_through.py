@@ -5,8 +5,8 @@ own, so it needs to know, check by check, which tasks' code a check's scenarios 
 runs `**` alone, while its headline divides, and division runs `**` and `*`. That is a property of the check and
 of the course's code, not of a learner's: `record()` runs every grading check here over the whole reference,
 each of its `learner.run` calls under a tracer that notes every function of `solutions/` that runs, and files the
-tasks whose regions those functions hold (a region shared with the check's own task is the check's own code: 7.1
-owns the backward closures it shares with lesson 5).
+regions those functions hold, with their file, owner and tasks (a region shared with the check's own task is the
+check's own code: 7.1 owns the backward closures it shares with lesson 5).
 
 `python -m autograder build` writes the record to `autograder/lessons/runs_through.json`, keyed by the digest of
 the sources that decide it (the reference, the grading tests, the kit and the worker's helpers: the shipped
@@ -22,7 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
-from autograder.course.regions import SOLUTIONS, all_regions
+from autograder.course.regions import SOLUTIONS, Region, all_regions
 from autograder.grading import blame
 from autograder.grading.grader import Reference, ReferenceCode, answers_digest
 from autograder.grading.tasks import LESSONS, LESSONS_PACKAGE
@@ -63,14 +63,14 @@ class _Tracing:
             threading.settrace(None)
 
 
-def _regions_of(code, spans: dict[str, list]) -> list[tuple[str, ...]]:
-    """The task ids of each region whose lines hold code of `code` (its own lines, not those of the functions it
-    defines: a closure's body is a code object of its own)."""
+def _regions_of(code, regions: dict[str, list[Region]]) -> list[Region]:
+    """The regions whose lines hold code of `code` (its own lines, not those of the functions it defines: a
+    closure's body is a code object of its own)."""
     path = Path(code.co_filename)
     if path.parent != SOLUTIONS:
         return []
     lines = {line for _, _, line in code.co_lines() if line is not None}
-    return [tasks for begin, end, tasks in spans.get(path.stem, []) if any(begin < n < end for n in lines)]
+    return [r for r in regions.get(path.stem, []) if any(r.begin < n < r.end for n in lines)]
 
 
 def checks(lessons: tuple[int, ...] = ()) -> list[tuple[str, str, object]]:
@@ -88,12 +88,13 @@ def checks(lessons: tuple[int, ...] = ()) -> list[tuple[str, str, object]]:
     return found
 
 
-def record(lessons: tuple[int, ...] = ()) -> dict[str, list[str]]:
-    """For each check (`blame.check_key_of`; of `lessons` only, if given), the other tasks whose code it runs, in
-    the reference."""
-    spans: dict[str, list] = {}
+def record(lessons: tuple[int, ...] = ()) -> dict[str, list[list[str]]]:
+    """For each check (`blame.check_key_of`; of `lessons` only, if given), the regions of other tasks whose code it
+    runs in the reference, each as `[file, owner, task, ...]` (`["engine", "Value.__add__", "5.2", "7.1"]`): which
+    of them run the learner's code depends on the run (`blame.through`)."""
+    regions: dict[str, list[Region]] = {}
     for region in all_regions():
-        spans.setdefault(region.module, []).append((region.begin, region.end, region.tasks))
+        regions.setdefault(region.module, []).append(region)
     out = {}
     for key, task_id, fn in checks(lessons):
         learner = _Tracing(task_id)
@@ -103,14 +104,12 @@ def record(lessons: tuple[int, ...] = ()) -> dict[str, list[str]]:
             fn(**{name: fixtures[name] for name in wanted})
         except Exception as exc:
             raise RuntimeError(f"{key}: the reference fails its own check here ({type(exc).__name__}: {exc})") from exc
-        through = {
-            t for code in learner.ran for tasks in _regions_of(code, spans) if task_id not in tasks for t in tasks
-        }
-        out[key] = sorted(through, key=lambda t: tuple(int(n) for n in t.split(".")))
+        ran = {r for code in learner.ran for r in _regions_of(code, regions) if task_id not in r.tasks}
+        out[key] = sorted([r.module, r.owner, *r.tasks] for r in ran)
     return out
 
 
-def text(record_: dict[str, list[str]], sources: str | None = None) -> str:
+def text(record_: dict[str, list[list[str]]], sources: str | None = None) -> str:
     """The file's text: the sources' digest, then one check a line (a change of one check is a change of a line)."""
     lines = [json.dumps(k) + ":" + json.dumps(v) for k, v in sorted(record_.items())]
     return f'{{"sources":"{sources or answers_digest()}","checks":{{\n' + ",\n".join(lines) + "\n}}\n"

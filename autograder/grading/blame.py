@@ -6,8 +6,10 @@ divides, and division runs `**` and `*`. `python -m autograder build` records it
 (`export/runs_through.py`, into `RUNS_THROUGH`); of those tasks, a check runs the *learner's* code (`through`):
 
 - in a student edition, which ships no reference, for every one of them;
-- in the full course, for those that are not prerequisites of the check's task (a task's worker holds the
-  reference of its prerequisites), and for all of them in a capstone's checks, which run the learner's files whole.
+- in the full course, for those whose code the check's task's worker takes from the learner: in the task's own
+  file, its own functions and methods and those that hold no prerequisite's code (`tasks.GradedTask`: the worker
+  holds the reference of its prerequisites, the reference of every other file); in a capstone's checks, which run
+  the learner's files whole, all of them.
 
 A task *fails on its own* when one of its checks went wrong that no task it runs through explains; a task explains
 a check when it fails on its own (for another reason than the check gives: a file that does not load fails every
@@ -31,12 +33,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from autograder.course import registry
 from autograder.course.regions import waits_for
 from autograder.grading import caches, verdicts
 from autograder.grading.results import Results, Status, TaskResult, TestResult
-from autograder.grading.tasks import LESSONS
+from autograder.grading.tasks import LESSONS, graded
 
 # which other tasks' code each check runs, as the reference runs it: written by `python -m autograder build`
 RUNS_THROUGH = LESSONS / "runs_through.json"
@@ -53,13 +56,24 @@ def check_key(nodeid: str) -> str:
     return check_key_of(Path(path).stem, rest.rpartition("::")[2])
 
 
+class Ran(NamedTuple):
+    """A region of another task's code that a check runs: its file, its owner (`Value.__add__`), its tasks."""
+
+    module: str
+    owner: str
+    tasks: tuple[str, ...]
+
+
 @cache
-def recorded() -> dict[str, frozenset[str]]:
+def recorded() -> dict[str, tuple[Ran, ...]]:
     """The checks' record of what they run through (`RUNS_THROUGH`); nothing if it is missing or unreadable."""
     try:
         data = json.loads(caches.read_regular(RUNS_THROUGH, caches.MAX_FILE))
-        return {str(k): frozenset(map(str, v)) for k, v in data["checks"].items() if isinstance(v, list)}
-    except (OSError, caches.NotRegular, ValueError, KeyError, TypeError, AttributeError):
+        return {
+            str(key): tuple(Ran(str(r[0]), str(r[1]), tuple(map(str, r[2:]))) for r in regions)
+            for key, regions in data["checks"].items()
+        }
+    except (OSError, caches.NotRegular, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return {}
 
 
@@ -83,9 +97,10 @@ def through(check: TestResult, edition: bool) -> frozenset[str]:
     ran = recorded().get(check_key(check.nodeid))
     if ran is None:
         return runs_through(own, edition)
-    if edition or registry.task(own).runs_whole:
-        return ran - {own}
-    return ran - registry.prerequisites(own) - {own}
+    if not edition and not registry.task(own).runs_whole:  # the regions the task's worker takes from the learner
+        task = graded(own)
+        ran = [r for r in ran if r.module == task.module and r.owner not in task.prerequisite_owners]
+    return frozenset(t for r in ran for t in r.tasks) - {own}
 
 
 @cache
