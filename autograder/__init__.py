@@ -15,7 +15,9 @@ LAYERS: dict[str, str] = {
     "kit": "what grading tests use on the trusted side: judgement helpers (checks.py), PyTorch's values",
     "lessons": "the grading tests, one file per lesson: scenarios and judgements side by side",
     "grading": "the trusted side: a run's state (grader.py: `Grader`, each task resolved once in tasks.py) and "
-    "the pytest hooks that drive it (plugin.py), the one runner, results (one `Status` model) and the one "
+    "the pytest hooks that drive it (plugin.py), which task a failure is charged to (blame.py, from what each "
+    "check runs through; settle.py, as each check runs), each judgement's CPU limit (judging.py), the one "
+    "runner, results (one `Status` model) and the one "
     "writer of learner text (scorecard.py: scorecard, next step, checks not run), the worker pool (pool.py), "
     "the isolation level (isolation.py), the caches, doctor, watch, batch; options.py declares each option of "
     "a grading run once (`GradeOptions`: pytest's options, the subcommands', the notebooks'), and writes the "

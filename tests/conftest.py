@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,3 +191,53 @@ def pip_environment() -> dict:
 def autograder_command(*args: str) -> None:
     """Run `python -m autograder ARGS` from the repository root, as a maintainer or instructor types it."""
     subprocess.run([sys.executable, "-m", "autograder", *args], cwd=REPO, check=True, capture_output=True)
+
+
+# --- a student edition, made once for the whole suite (`test_edition.py`, `test_regressions.py`) ---------------
+
+
+@pytest.fixture(scope="session")
+def edition(tmp_path_factory):
+    out = tmp_path_factory.mktemp("edition") / "course"
+    autograder_command("export", "student-edition", "--out", str(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def python(edition, tmp_path_factory) -> str:
+    """The Python of a virtual environment that holds the edition and its dependencies, never the full course.
+
+    The dependencies are this machine's, reached through a `.pth` line naming its site-packages: a folder on the
+    path, whose own `.pth` files (the full course's editable install among them) are not read.
+    """
+    venv = tmp_path_factory.mktemp("venv") / "edition"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "machine.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(edition)]
+    subprocess.run(install, check=True, capture_output=True)
+    kernel = [python, "-m", "ipykernel", "install", "--prefix", str(venv), "--name", "edition"]
+    subprocess.run(kernel, check=True, capture_output=True)
+    return python
+
+
+def in_edition(edition, *command: str, **kwargs) -> subprocess.CompletedProcess:
+    """Run a command inside the edition, in its own virtual environment (`command[0]` is its `python`)."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH", "PYTEST_ADDOPTS")},
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "JUPYTER_PATH": str(Path(command[0]).parent.parent / "share" / "jupyter"),  # the edition's kernel
+    }
+    return subprocess.run(command, cwd=edition, env=env, capture_output=True, text=True, timeout=900, **kwargs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the suite's longest tests (a dozen grading runs or more each): CI runs them; `pytest tests -m "not slow"` leaves
+    # them out of a quick pass
+    config.addinivalue_line("markers", "slow: a test that makes many grading runs (over a minute on a busy machine)")

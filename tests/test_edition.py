@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -17,48 +13,7 @@ import pytest
 from autograder.course.regions import parse
 from autograder.export.edition import LEFT_OUT, edition_page
 
-from .conftest import REPO, autograder_command
-
-
-@pytest.fixture(scope="module")
-def edition(tmp_path_factory):
-    out = tmp_path_factory.mktemp("edition") / "course"
-    autograder_command("export", "student-edition", "--out", str(out))
-    return out
-
-
-@pytest.fixture(scope="module")
-def python(edition, tmp_path_factory) -> str:
-    """The Python of a virtual environment that holds the edition and its dependencies, never the full course.
-
-    The dependencies are this machine's, reached through a `.pth` line naming its site-packages: a folder on the
-    path, whose own `.pth` files (the full course's editable install among them) are not read.
-    """
-    venv = tmp_path_factory.mktemp("venv") / "edition"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(site, "machine.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    python = str(venv / "bin" / "python")
-    install = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(edition)]
-    subprocess.run(install, check=True, capture_output=True)
-    kernel = [python, "-m", "ipykernel", "install", "--prefix", str(venv), "--name", "edition"]
-    subprocess.run(kernel, check=True, capture_output=True)
-    return python
-
-
-def in_edition(edition, *command: str, **kwargs) -> subprocess.CompletedProcess:
-    """Run a command inside the edition, in its own virtual environment (`command[0]` is its `python`)."""
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH", "PYTEST_ADDOPTS")},
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "JUPYTER_PATH": str(Path(command[0]).parent.parent / "share" / "jupyter"),  # the edition's kernel
-    }
-    return subprocess.run(command, cwd=edition, env=env, capture_output=True, text=True, timeout=900, **kwargs)
+from .conftest import REPO, in_edition
 
 
 def test_no_reference_code_in_any_form_and_no_hidden_check(edition):
@@ -175,30 +130,6 @@ def test_the_edition_ships_its_site_built_and_the_learners_workflow(edition):
     assert (edition / "site" / "08-operations" / "index.html").is_file()
     assert (edition / ".github" / "workflows" / "classroom.yml").is_file()
     assert not (edition / ".github" / "workflows" / "ci.yml").exists()
-
-
-def test_one_bug_is_one_red_task_and_the_tasks_that_run_through_it_wait(edition, python, tmp_path):
-    """`__mul__`'s backward without `* out.grad`: in the edition, where every task runs over the learner's own `*`,
-    5.3 alone is red, every other task that went wrong waits for it, and `Next:` names it."""
-    submission = tmp_path / "submission"
-    shutil.copytree(REPO / "solutions", submission, ignore=shutil.ignore_patterns("__pycache__"))
-    engine = submission / "engine.py"
-    text = engine.read_text()
-    for line in ("self.grad += other.data * out.grad", "other.grad += self.data * out.grad"):
-        assert text.count(line) == 1
-        text = text.replace(line, line.removesuffix(" * out.grad"))
-    engine.write_text(text)
-    results = tmp_path / "mul.json"
-    run = in_edition(
-        edition, python, "-m", "pytest", "autograder", "--impl", str(submission), "--results-json", str(results)
-    )
-    data = json.loads(results.read_text())
-    wrong = ("failed", "error", "timed out", "skipped")
-    red = {task for task, status in data["extra_data"]["status"].items() if status in wrong}
-    assert red == {"5.3"}, run.stdout[-3000:]
-    waiting = {r["task"]: r["waits_for"] for r in data["extra_data"]["results"] if r["waits_for"]}
-    assert set(waiting.values()) == {"5.3"} and {"4.3", "5.1", "7.1", "11.3"} <= set(waiting)
-    assert "Next: task 5.3 · Value.__mul__ backward" in run.stdout
 
 
 # what a page says when it promises that the reference runs under the learner's code (so a bug is charged once)

@@ -37,10 +37,12 @@ import tempfile
 from pathlib import Path
 
 from autograder.course.regions import REPO, SOLUTIONS, manifest_entries, solution_files
-from autograder.export import classroom
+from autograder.export import classroom, runs_through
 from autograder.export import stubs as sync
 from autograder.export.notebooks import HOW_EXAMPLES_RUN, HOW_EXAMPLES_RUN_IN_EDITION, record_examples
 from autograder.grading import caches
+from autograder.grading.blame import RUNS_THROUGH, check_key_of
+from autograder.grading.tasks import LESSONS
 from autograder.jupyter import EXAMPLES_FILE
 
 LEFT_OUT = (
@@ -71,18 +73,31 @@ def tracked_files() -> list[str]:
         return [str(p.relative_to(REPO)) for p in files if p.exists()]
 
 
+def hidden_tests(text: str) -> list[ast.FunctionDef]:
+    """The functions of a test module marked `@pytest.mark.hidden`."""
+    functions = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)]
+    return [node for node in functions if any(ast.unparse(d) == "pytest.mark.hidden" for d in node.decorator_list)]
+
+
 def without_hidden_tests(text: str) -> str:
     """The test module with every function marked `@pytest.mark.hidden` removed."""
-    tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
     drop: set[int] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any(
-            ast.unparse(d) == "pytest.mark.hidden" for d in node.decorator_list
-        ):
-            start = min(d.lineno for d in node.decorator_list)
-            drop.update(range(start - 1, node.end_lineno))
+    for node in hidden_tests(text):
+        start = min(d.lineno for d in node.decorator_list)
+        drop.update(range(start - 1, node.end_lineno))
     return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def without_hidden_records(text: str) -> str:
+    """`runs_through.json` (what each check runs through) without the hidden checks, whose names are not shipped."""
+    hidden = {
+        check_key_of(path.stem, node.name)
+        for path in LESSONS.glob("test_*.py")
+        for node in hidden_tests(path.read_text())
+    }
+    data = json.loads(text)
+    return runs_through.text({k: v for k, v in data["checks"].items() if k not in hidden}, data["sources"])
 
 
 def export(out: Path) -> Path:
@@ -96,6 +111,8 @@ def export(out: Path) -> Path:
         source = REPO / name
         if name.startswith("autograder/lessons/test_") and name.endswith(".py"):
             target.write_text(without_hidden_tests(source.read_text()))
+        elif source == RUNS_THROUGH:
+            target.write_text(without_hidden_records(source.read_text()))
         else:
             shutil.copy2(source, target)
     manifest = {

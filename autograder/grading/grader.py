@@ -39,7 +39,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO, SOLUTIONS, has_sources
-from autograder.grading import caches, fresh_inputs, isolation, judging, lastrun, pool, verdicts
+from autograder.grading import blame, caches, fresh_inputs, isolation, judging, lastrun, pool, verdicts
 from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
 from autograder.grading.options import GradeOptions
 from autograder.grading.results import Results, Status, TestResult
@@ -293,6 +293,7 @@ class Grader:
                 scenario_source(name)
         self.lesson_digest = lessons_digest()
         shipped_answers()
+        blame.recorded()  # what each check runs through: read now, as trusted as the grading tests beside it
 
     def self_checker(self) -> Grader:
         """The grader that asks a check of the reference, with this run's options, level and hidden folders.
