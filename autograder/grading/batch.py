@@ -44,6 +44,7 @@ from autograder.worker import sandbox
 
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log
 MAX_FILE = 1_000_000  # bytes of one submitted file copied for grading
+STOP_GRACE = 5.0  # seconds a grader past its wall time has to write its results file before it is killed
 
 
 @dataclass
@@ -149,6 +150,7 @@ def grade_one(folder: Path, results_dir: Path, timeout: float, options: GradeOpt
             except subprocess.TimeoutExpired:
                 code, status = None, "timed out"
                 _ask_where(proc)
+                _ask_to_stop(proc)
             finally:
                 if os.name == "posix":
                     try:
@@ -243,6 +245,17 @@ def _ask_where(proc: subprocess.Popen) -> None:
         os.kill(proc.pid, signal.SIGUSR1)
         try:
             proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _ask_to_stop(proc: subprocess.Popen) -> None:
+    """Before it is killed, a grader past its wall time writes its results file as it stands (`grade` saves it at
+    most once a second while checks run, and at once when asked to stop: SIGTERM)."""
+    if os.name == "posix" and proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE)
         except subprocess.TimeoutExpired:
             pass
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -245,8 +247,9 @@ def _save_progress(grader: Grader, final: bool = True) -> None:
     """The grader's own results file as checks finish, so that a run stopped from outside keeps what it found.
 
     While checks run, at most once every `SAVE_EVERY` seconds: writing it after each of 200 checks cost a graded
-    run more CPU than its 90 workers' learner code (the file grows with each check). A run stopped from outside
-    loses at most that last second of checks, which it then charges as unfinished.
+    run more CPU than its 90 workers' learner code (the file grows with each check). Asked to stop (SIGTERM: batch,
+    at the grader's deadline) it writes the file at once (`_stop_with_results`); killed outright, it loses at most
+    that last second of checks, which are then charged as unfinished.
     """
     path = grader.options.results_file
     now = time.monotonic()
@@ -271,10 +274,20 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
 def pytest_sessionstart(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
+    grader = session.config.stash[GRADER]
+    if grader.options.results_file and os.name == "posix":  # batch, and the platforms' runs through it
+        signal.signal(signal.SIGTERM, lambda signum, frame: _stop_with_results(grader))
     try:
-        session.config.stash[GRADER].start()
+        grader.start()
     except pool.StartFailed as exc:
         pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
+
+
+def _stop_with_results(grader: Grader) -> None:
+    """Asked to stop (batch, at a grader's deadline): the results file as it stands, then the end, at once (the
+    workers and zygotes die with this process)."""
+    _save_progress(grader, final=True)
+    os._exit(128 + signal.SIGTERM)
 
 
 @pytest.hookimpl(tryfirst=True)
