@@ -16,29 +16,53 @@ from autograder.export.edition import LEFT_OUT, edition_page
 from .conftest import REPO, in_edition
 
 
-def test_no_reference_code_in_any_form_and_no_hidden_check(edition):
-    assert not [p for p in (edition / "solutions").rglob("*") if p.is_file()]
-    assert not list(edition.rglob("*.pyc")) and not list(edition.rglob("*.pickle"))
-    answers = set()  # the lines of code a learner writes, as the reference has them
+def solution_lines() -> dict[str, str]:
+    """The lines of code a learner writes (over 30 characters), as the reference has them, with their task."""
+    answers = {}
     for path in (REPO / "solutions").glob("*.py"):
         lines = path.read_text().splitlines()
         for region in parse(path.read_text(), path.stem):
-            answers |= {line.strip() for line in lines[region.begin : region.end - 1] if len(line.strip()) > 30}
-    given = "\n".join(p.read_text() for p in (REPO / "exercises").glob("*.py"))
-    answers = {line for line in answers if line not in given}  # a docstring may state a line the stub shows anyway
-    # the learner's files and the data the edition ships (the grading tests may call the API a solution uses)
-    shipped = [
-        *(edition / "exercises").rglob("*"),
-        *(edition / "solutions").rglob("*"),
-        *(edition / "autograder").rglob("*.json"),
-    ]
-    for path in shipped:
-        if path.is_file() and path.suffix in (".py", ".json", ".ipynb"):
-            text = path.read_text(errors="replace")
-            assert not [line for line in answers if line in text], path
+            answers |= {line.strip(): region.task for line in lines[region.begin : region.end - 1]}
+    return {line: task for line, task in answers.items() if len(line) > 30}
+
+
+def text_of(path: Path) -> str:
+    """What a file says: a JSON file's (a notebook's) strings decoded, one a line; any other file as text, with a
+    scenario's `impl.` and `impl.train.` taken away (`impl.train.sgd_step(...)` is a solution's `sgd_step(...)`)."""
+    raw = path.read_text(errors="replace")
+    if path.suffix in (".json", ".ipynb"):
+        try:
+            found, todo = [], [json.loads(raw)]
+        except ValueError:
+            return raw
+        while todo:
+            item = todo.pop()
+            if isinstance(item, str):
+                found.append(item)
+            elif isinstance(item, (list, dict)):
+                todo.extend(item.values() if isinstance(item, dict) else item)
+        raw = "\n".join(found)
+    return re.sub(r"\bimpl\.(?:\w+\.)?", "", raw)
+
+
+def test_no_reference_code_in_any_form_and_no_hidden_check(edition):
+    """No file of the edition holds a line of a task's solution, as the held-out check reads them (a line over 30
+    characters): not the stubs, the data, the site, nor an oracle of the grader's (its checks, its kit, its
+    worker's sweep). Lines a stub's docstring or a page teaches are the course's to show."""
+    assert not [p for p in (edition / "solutions").rglob("*") if p.is_file()]
+    assert not list(edition.rglob("*.pyc")) and not list(edition.rglob("*.pickle"))
+    taught = "\n".join(p.read_text() for p in [*(REPO / "exercises").glob("*.py"), *(edition / "course").glob("*.md")])
+    answers = {line: task for line, task in solution_lines().items() if line not in taught}
+    found = {}
+    for path in sorted(p for p in edition.rglob("*") if p.is_file() and ".git" not in p.parts):
+        text = text_of(path)
+        hits = sorted(f"task {task}: {line}" for line, task in answers.items() if line in text)
+        if hits:
+            found[str(path.relative_to(edition))] = hits
+    assert found == {}, found
     for path in (edition / "course" / "_build" / "executed").glob("*.json"):  # what the pages' blocks printed (their
         printed = "\n".join(r["output"] for r in json.loads(path.read_text())["results"])  # code is the pages')
-        assert not [line for line in answers if line in printed], path  # in the course, the recap prints the engine
+        assert not [line for line in solution_lines() if line in printed], path  # the recap prints the engine
     for test_file in (edition / "autograder" / "lessons").glob("test_*.py"):
         assert "pytest.mark.hidden" not in test_file.read_text(), test_file.name
     assert not (edition / "tests").exists()
