@@ -962,6 +962,30 @@ SYSCALL_PROBE = """        import ctypes, errno, os, socket
             "clone with a namespace": refused("clone", 0x20000000 | 17, 0, 0, 0, 0),
             "userfaultfd": refused("userfaultfd", 0),
         }
+        # what every worker shares and could signal through: locks on a file they all read (the interpreter's own
+        # library), a pty pair, a scheduling handle of their session, their names in /proc
+        shared = os.open(os.__file__, os.O_RDONLY)
+        lock = ctypes.create_string_buffer(64)  # struct flock, zeroed: a read lock on the whole file
+        said["flock"] = refused("flock", shared, 1 | 4)  # LOCK_SH | LOCK_NB
+        said["fcntl lock"] = refused("fcntl", shared, 6, ctypes.addressof(lock))  # F_SETLK
+        said["fcntl open file lock"] = refused("fcntl", shared, 37, ctypes.addressof(lock))  # F_OFD_SETLK
+        said["fcntl lock query"] = refused("fcntl", shared, 5, ctypes.addressof(lock))  # F_GETLK
+        try:
+            master = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+        except OSError:
+            said["unlockpt"] = "unknown"  # no pty to make at all
+        else:
+            unlock = ctypes.c_int(0)
+            said["unlockpt"] = refused("ioctl", master, 0x40045431, ctypes.addressof(unlock))  # TIOCSPTLCK
+        said["TIOCSTI with high bits"] = refused("ioctl", shared, (1 << 32) | 0x5412, 0)  # the kernel reads 32 bits
+        said["prctl set name"] = refused("prctl", 15, ctypes.addressof(ctypes.create_string_buffer(b"x")), 0, 0, 0)
+        said["prctl dumpable"] = refused("prctl", 4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: /proc/self/* its own
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write("19")
+            said["autogroup renice"] = "written"
+        except OSError:
+            said["autogroup renice"] = "EPERM"
         allowed = sorted((k, v) for k, v in said.items() if v not in ("EPERM", "unknown"))
         raise ValueError("syscalls: " + repr(allowed))"""
 
@@ -969,7 +993,9 @@ SYSCALL_PROBE = """        import ctypes, errno, os, socket
 @pytest.mark.skipif(not AS_ROOT, reason="the system-call filter shuts in workers at the root levels only")
 @pytest.mark.parametrize("level", ["sandbox", "user"])
 def test_a_worker_can_make_only_the_system_calls_it_needs(level, tmp_path):
-    """An allowlist, not a denylist: each family a worker never needs is refused with EPERM, from inside a worker."""
+    """An allowlist, not a denylist: each family a worker never needs is refused with EPERM, from inside a worker;
+    so is each object workers could pass data through (locks on a file they all read, a pty pair, their session's
+    scheduling group, their names in /proc), and each call is matched on all 64 bits of its arguments."""
     import json
 
     from autograder.grading import isolation
