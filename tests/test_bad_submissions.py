@@ -903,6 +903,27 @@ def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(
         assert not left, left
 
 
+def test_a_visible_check_that_waits_quotes_no_hidden_failure():
+    """A check that waits for a task quotes why that task fails, but never a hidden check's words: learner code
+    can put what it sees in a hidden check into its own exception, which the waiting check would show."""
+    from autograder.grading import scorecard
+    from autograder.grading.blame import blame_by_dependency
+    from autograder.grading.results import Results, TestResult
+
+    leak = "your code raised ValueError: HIDDEN-INPUT x=0.731"
+    tests = [
+        TestResult("a", "visible", "8.2", 2, "h", status="passed", message=""),
+        TestResult("b", "seeded powers", "8.2", 2, "h", hidden=True, status="error", message=leak),
+        TestResult("c", "the whole model", "12.5", 2, "h", status="error", message="your code raised KeyError"),
+    ]
+    results = Results("your submission", "", "user", tests=tests, selected=["8.2", "12.5"], platform="gradescope")
+    blame_by_dependency(results, edition=False)
+    assert results.tests[2].waits_for == "8.2", results.tests[2]
+    shown = [line for t in results.tasks for line in scorecard.task_report(t)]
+    shown += scorecard.text(results, hide_hidden=True).splitlines()
+    assert not [line for line in shown if "HIDDEN-INPUT" in line], shown
+
+
 def _has_memory_cgroup() -> bool:
     from autograder.grading import isolation
 

@@ -95,7 +95,7 @@ def blame_by_dependency(results: Results, edition: bool) -> None:
                 continue
             blocker = min((u for u in runs_through(task.task.id, edition) if u in own), key=position, default=None)
             if blocker is None or all(c.message == own[blocker].message for c in wrong):  # one cause everywhere
-                own[task.task.id] = wrong[0]
+                own[task.task.id] = next((c for c in wrong if not c.hidden), wrong[0])  # one to quote, if any
                 continue
             for check in wrong:
                 _wait(check, blocker, own[blocker])
@@ -106,7 +106,7 @@ def blame_by_dependency(results: Results, edition: bool) -> None:
             check.waits_for = ""
         elif check.status == Status.NOT_STARTED and root != check.waits_for:
             check.message = f"waits for task {root} ({registry.task(root).title}), which task {check.waits_for} " + (
-                f"waits for: {_first_line(own[root].message)}" if root in own else "waits for"
+                f"waits for: {_quoted(own[root])}" if root in own else "waits for"
             )
             check.waits_for = root
 
@@ -114,9 +114,7 @@ def blame_by_dependency(results: Results, edition: bool) -> None:
 def _wait(check: TestResult, blocker: str, failure: TestResult) -> None:
     check.status, check.waits_for = Status.NOT_STARTED, blocker
     check.cause = ""  # the mistake is the blocker's, counted there
-    check.message = f"waits for task {blocker} ({registry.task(blocker).title}), which fails: " + _first_line(
-        failure.message
-    )
+    check.message = f"waits for task {blocker} ({registry.task(blocker).title}), which fails: " + _quoted(failure)
 
 
 def _root(task_id: str, tasks: dict[str, TaskResult], own: dict[str, TestResult]) -> str:
@@ -131,6 +129,12 @@ def _root(task_id: str, tasks: dict[str, TaskResult], own: dict[str, TestResult]
 def _lost_share(task: TaskResult) -> float:
     lost = sum(c.points for c in task.tests if c.status.went_wrong)
     return lost / task.points if task.points else 0.0
+
+
+def _quoted(failure: TestResult) -> str:
+    """What a waiting check says of why the task it waits for fails: the failure's first line, but no word of a hidden
+    check's (learner code may have put what it saw there into its own message, which the waiting check would show)."""
+    return "one of its hidden checks" if failure.hidden else _first_line(failure.message)
 
 
 def _first_line(message: str) -> str:
