@@ -906,6 +906,153 @@ def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(
         assert not left, left
 
 
+# Learner code that passes what it sees in a hidden check to a later check that shows it: every way there is for one
+# worker to reach another (a file in a folder anyone may write, a pty pair, a lock on a file every worker reads, the
+# session's scheduling group). Task 1.1's hidden check is the only one that steps by 1e-3 and 1e-4; task 1.2's
+# visible checks come after it in the lesson's file, and say what reached them.
+CHANNELS = """
+
+import ctypes as _ctypes
+import fcntl as _fcntl
+import glob as _glob
+import os as _os
+
+_KEPT = []  # what the sender keeps open, for as long as its worker lives
+_FILES = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"]
+
+
+def _send(text):
+    for folder in _FILES:
+        try:
+            with open(_os.path.join(folder, "channel-TOKEN"), "w") as f:
+                f.write(text)
+            _os.chmod(_os.path.join(folder, "channel-TOKEN"), 0o666)
+        except OSError:
+            pass
+    libc = _ctypes.CDLL(None, use_errno=True)
+    try:
+        master = _os.open("/dev/ptmx", _os.O_RDWR | _os.O_NOCTTY)
+        number = _ctypes.c_int(0)
+        libc.ioctl(master, 0x40045431, _ctypes.byref(number))  # unlockpt
+        libc.ioctl(master, 0x80045430, _ctypes.byref(number))  # ptsname
+        other = _os.open(f"/dev/pts/{number.value}", _os.O_RDWR | _os.O_NOCTTY)
+        _os.fchmod(other, 0o666)
+        _os.write(master, text.encode() + b"\\n")
+        _KEPT.extend([master, other])
+    except OSError:
+        pass
+    try:
+        shared = _os.open(_os.__file__, _os.O_RDONLY)
+        _fcntl.flock(shared, _fcntl.LOCK_SH | _fcntl.LOCK_NB)
+        _KEPT.append(shared)
+    except OSError:
+        pass
+    try:
+        libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("13")
+    except OSError:
+        pass
+
+
+def _received():
+    found = []
+    for folder in _FILES:
+        try:
+            with open(_os.path.join(folder, "channel-TOKEN")) as f:
+                found.append(f.read())
+        except OSError:
+            pass
+    for path in _glob.glob("/dev/pts/[0-9]*"):
+        try:
+            if _os.stat(path).st_uid < 200_000:  # only a worker's pty: never a terminal of the machine's
+                continue
+            fd = _os.open(path, _os.O_RDONLY | _os.O_NONBLOCK | _os.O_NOCTTY)
+            found.append(_os.read(fd, 300).decode(errors="replace"))
+            _os.close(fd)
+        except OSError:
+            pass
+    try:
+        shared = _os.open(_os.__file__, _os.O_RDONLY)
+        _fcntl.flock(shared, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+        _fcntl.flock(shared, _fcntl.LOCK_UN)
+    except BlockingIOError:
+        found.append("HIDDEN-INPUT through a lock")
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/autogroup") as f:
+            if "nice 13" in f.read():
+                found.append("HIDDEN-INPUT through the autogroup")
+    except OSError:
+        pass
+    return found
+"""
+
+
+@pytest.mark.parametrize("level", ["sandbox", "user", "processes"])
+def test_no_input_of_a_hidden_check_reaches_a_visible_message(level, tmp_path):
+    """A graded run shows nothing of its hidden checks: what learner code sees in one reaches no visible check, at
+    any level, through whatever the workers could share: every visible check runs before any hidden one, and at the
+    root levels workers share no pty, no lock and no scheduling group."""
+    import json
+    import secrets
+
+    from autograder.grading import isolation
+
+    if isolation.why_not(level):
+        pytest.skip(f"--isolation {level}: {isolation.why_not(level)}")
+    token = secrets.token_hex(6)
+    submission = copy_of("solutions", tmp_path)
+    derivatives = submission / "derivatives.py"
+    text = derivatives.read_text() + CHANNELS.replace("TOKEN", token)
+    text = text.replace(FORWARD, '    if h in (1e-3, 1e-4):\n        _send(f"HIDDEN-INPUT x={x!r}")\n' + FORWARD)
+    central = "    _check_step(h)\n    return (fn(x + h) - fn(x - h)) / (2 * h)"
+    text = text.replace(central, '    raise ValueError(f"received {_received()}")')
+    derivatives.write_text(text)
+    autogroup = Path("/proc/self/autogroup")  # this session's: at `processes` the workers are in it too
+    try:
+        autogroup.write_text("0")  # no signal left in it by another run
+    except OSError:
+        pass
+    try:
+        run = grade(submission, "--lesson", "1", "--fresh-inputs", "7", "--isolation", level, tmp_path=tmp_path)
+    finally:
+        for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+            Path(folder, f"channel-{token}").unlink(missing_ok=True)
+        try:
+            autogroup.write_text("0")  # what a sender at `processes` may have set
+        except OSError:
+            pass
+    checks = run.results["extra_data"]["results"]
+    assert [c["status"] for c in checks if c["task"] == "1.1" and c["hidden"]] == ["passed"], checks  # it sent
+    visible = [c["message"] for c in checks if c["task"] == "1.2" and not c["hidden"] and c["status"] != "passed"]
+    assert visible and all("received" in m for m in visible), visible  # so did the receivers
+    assert not any("HIDDEN-INPUT" in m for m in visible), visible
+    assert "HIDDEN-INPUT" not in json.dumps([c for c in checks if not c["hidden"]]), checks
+
+
+def test_a_visible_check_that_waits_quotes_no_hidden_failure():
+    """A check that waits for a task quotes why that task fails, but never a hidden check's words: learner code
+    can put what it sees in a hidden check into its own exception, which the waiting check would show."""
+    from autograder.grading import scorecard
+    from autograder.grading.blame import blame_by_dependency
+    from autograder.grading.results import Results, TestResult
+
+    leak = "your code raised ValueError: HIDDEN-INPUT x=0.731"
+    tests = [
+        TestResult("a", "visible", "8.2", 2, "h", status="passed", message=""),
+        TestResult("b", "seeded powers", "8.2", 2, "h", hidden=True, status="error", message=leak),
+        TestResult("c", "the whole model", "12.5", 2, "h", status="error", message="your code raised KeyError"),
+    ]
+    results = Results("your submission", "", "user", tests=tests, selected=["8.2", "12.5"], platform="gradescope")
+    blame_by_dependency(results, edition=False)
+    assert results.tests[2].waits_for == "8.2", results.tests[2]
+    shown = [line for t in results.tasks for line in scorecard.task_report(t)]
+    shown += scorecard.text(results, hide_hidden=True).splitlines()
+    assert not [line for line in shown if "HIDDEN-INPUT" in line], shown
+
+
 def _has_memory_cgroup() -> bool:
     from autograder.grading import isolation
 
@@ -965,6 +1112,30 @@ SYSCALL_PROBE = """        import ctypes, errno, os, socket
             "clone with a namespace": refused("clone", 0x20000000 | 17, 0, 0, 0, 0),
             "userfaultfd": refused("userfaultfd", 0),
         }
+        # what every worker shares and could signal through: locks on a file they all read (the interpreter's own
+        # library), a pty pair, a scheduling handle of their session, their names in /proc
+        shared = os.open(os.__file__, os.O_RDONLY)
+        lock = ctypes.create_string_buffer(64)  # struct flock, zeroed: a read lock on the whole file
+        said["flock"] = refused("flock", shared, 1 | 4)  # LOCK_SH | LOCK_NB
+        said["fcntl lock"] = refused("fcntl", shared, 6, ctypes.addressof(lock))  # F_SETLK
+        said["fcntl open file lock"] = refused("fcntl", shared, 37, ctypes.addressof(lock))  # F_OFD_SETLK
+        said["fcntl lock query"] = refused("fcntl", shared, 5, ctypes.addressof(lock))  # F_GETLK
+        try:
+            master = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+        except OSError:
+            said["unlockpt"] = "unknown"  # no pty to make at all
+        else:
+            unlock = ctypes.c_int(0)
+            said["unlockpt"] = refused("ioctl", master, 0x40045431, ctypes.addressof(unlock))  # TIOCSPTLCK
+        said["TIOCSTI with high bits"] = refused("ioctl", shared, (1 << 32) | 0x5412, 0)  # the kernel reads 32 bits
+        said["prctl set name"] = refused("prctl", 15, ctypes.addressof(ctypes.create_string_buffer(b"x")), 0, 0, 0)
+        said["prctl dumpable"] = refused("prctl", 4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: /proc/self/* its own
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write("19")
+            said["autogroup renice"] = "written"
+        except OSError:
+            said["autogroup renice"] = "EPERM"
         allowed = sorted((k, v) for k, v in said.items() if v not in ("EPERM", "unknown"))
         raise ValueError("syscalls: " + repr(allowed))"""
 
@@ -972,7 +1143,9 @@ SYSCALL_PROBE = """        import ctypes, errno, os, socket
 @pytest.mark.skipif(not AS_ROOT, reason="the system-call filter shuts in workers at the root levels only")
 @pytest.mark.parametrize("level", ["sandbox", "user"])
 def test_a_worker_can_make_only_the_system_calls_it_needs(level, tmp_path):
-    """An allowlist, not a denylist: each family a worker never needs is refused with EPERM, from inside a worker."""
+    """An allowlist, not a denylist: each family a worker never needs is refused with EPERM, from inside a worker;
+    so is each object workers could pass data through (locks on a file they all read, a pty pair, their session's
+    scheduling group, their names in /proc), and each call is matched on all 64 bits of its arguments."""
     import json
 
     from autograder.grading import isolation

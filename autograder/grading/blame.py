@@ -296,12 +296,19 @@ class Blame:
         blocker = self.explainer(check)
         if blocker is None:
             return label
-        why = _first_line(self.raw[self.broken[blocker].nodeid].message)
+        why = self._why(blocker)
         return Label(
             Status.NOT_STARTED,
             f"waits for task {blocker} ({registry.task(blocker).title}), which fails: {why}",
             blocker,
         )
+
+    def _why(self, task_id: str) -> str:
+        """What a waiting check says of why the task it waits for fails: the failure's first line, but no word of a
+        hidden check's (learner code may have put what it saw there into its own message, which the waiting check
+        would show)."""
+        check = self.broken[task_id]
+        return "one of its hidden checks" if check.hidden else _first_line(self.raw[check.nodeid].message)
 
     def _pointed(self, check: TestResult, label: Label) -> Label:
         """A wait the check found itself, pointed at the task it comes down to; never a wait for itself."""
@@ -312,11 +319,7 @@ class Blame:
             return Label(Status.FAILED, verdicts.comes_back(check.message, label.waits_for), "", label.cause)
         if root == label.waits_for:
             return label
-        said = (
-            f"waits for: {_first_line(self.raw[self.broken[root].nodeid].message)}"
-            if root in self.broken
-            else "waits for"
-        )
+        said = f"waits for: {self._why(root)}" if root in self.broken else "waits for"
         title = registry.task(root).title
         return Label(label.status, f"waits for task {root} ({title}), which task {label.waits_for} {said}", root)
 
