@@ -333,6 +333,33 @@ def test_one_page_per_lesson():
     assert pages == sorted(Path(lesson.page).name for lesson in registry.LESSONS)
 
 
+def test_a_graphs_description_names_each_operation():
+    """A graph's accessible description says which operation made each value: Graphviz quotes `*` and `+` but
+    writes `label=tanh` and `label=exp` bare, and a power's exponent is part of its op."""
+    sys.path.insert(0, str(COURSE / "_build"))
+    import pagekit
+
+    from solutions.engine import Value
+    from solutions.graph import draw_dot
+
+    a, b = Value(0.5, label="a"), Value(-2.0, label="b")
+    e = a.exp()
+    e.label = "e"
+    n = e * b
+    n.label = "n"
+    o = n.tanh()
+    o.label = "o"
+    r = o.relu()
+    r.label = "r"
+    p = r**2
+    p.label = "p"
+    text = pagekit.describe_graph(draw_dot(p))
+    assert "?" not in text, text
+    for made in ("e = exp(a)", "o = tanh(n)", "r = ReLU(o)", "p = r**2"):
+        assert f"; {made}: data " in text, (made, text)
+    assert "; n = e * b: data " in text or "; n = b * e: data " in text, text  # the children of a node are a set
+
+
 def all_pages() -> list[str]:
     """The path of every page of the site, as served: home, lessons, the rest."""
     return (

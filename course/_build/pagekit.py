@@ -213,7 +213,8 @@ def svg_of(thing) -> tuple[str, str | None, str]:
 
 NODE = re.compile(r'^\s*(?P<name>"[^"]*"|[^\s\[]+)\s*\[(?P<attrs>.*)\]\s*$')
 EDGE = re.compile(r'^\s*(?P<tail>"[^"]*"|\S+)\s*->\s*(?P<head>"[^"]*"|[^\s\[]+)')
-LABEL = re.compile(r'\blabel="((?:[^"\\]|\\.)*)"')
+# Graphviz quotes a label only when it must: `label="*"`, but `label=tanh` and `label=exp`
+LABEL = re.compile(r'\blabel=(?:"((?:[^"\\]|\\.)*)"|([^\s"\]]+))')
 
 
 def describe_graph(digraph) -> str:
@@ -227,7 +228,7 @@ def describe_graph(digraph) -> str:
         if edge := EDGE.match(line):
             edges.append((edge["tail"].strip('"'), edge["head"].strip('"')))
         elif (node := NODE.match(line)) and (label := LABEL.search(node["attrs"])):
-            labels[node["name"].strip('"')] = label[1].replace('\\"', '"')
+            labels[node["name"].strip('"')] = (label[1] if label[1] is not None else label[2]).replace('\\"', '"')
     values = {name: text for name, text in labels.items() if "|" in text}
     into = {}  # a node -> the nodes with an edge into it
     for tail, head in edges:
@@ -264,7 +265,12 @@ def describe_graph(digraph) -> str:
         if ops:
             op = labels.get(ops[0], "?")
             children = [called(child) for child in into.get(ops[0], []) if child in values]
-            made = f" = {f' {op} '.join(children)}" if len(children) > 1 else f" = {op}({', '.join(children)})"
+            if len(children) > 1:
+                made = f" = {f' {op} '.join(children)}"
+            elif op.startswith("**"):  # a power: its exponent is part of the op's label
+                made = f" = {''.join(children)}{op}"
+            else:
+                made = f" = {op}({', '.join(children)})"
         parts.append(f"{label or 'unlabelled'}{made}: {', '.join(x for x in (data, grad) if x)}")
     return f"Computation graph of {len(values)} values. " + "; ".join(parts) + "."
 
