@@ -828,6 +828,8 @@ def test_neuron_playground_moves_with_its_sliders(visit):
     before = shown()
     assert before == reference(**start), before
     assert before["o"] == ["0.7071", "1.0000"] and before["w2"][1] == "0.0000" and before["x1"][1] == "-1.5000"
+    spoken = page.locator(".bp-neuron [aria-live='polite']")
+    assert spoken.count() == 1 and spoken.text_content() == "", "the live region speaks before anything moved"
 
     # a learner moves x2 away from 0 with the keyboard: o and the gradients change, w2 wakes up
     slider = page.locator(".bp-neuron input[name='x2']")
@@ -840,6 +842,16 @@ def test_neuron_playground_moves_with_its_sliders(visit):
     assert after["o"][0] != before["o"][0] and after["w2"][1] != "0.0000", after
     assert after == reference(**{**start, "x2": x2}), after
     assert page.locator(".bp-neuron output").nth(2).text_content() == f"{x2:.4f}"
+
+    # a screen reader hears, once the slider rests, what each thing to try asks about: o, its slope do/dn (the
+    # grad of n) and every node's grad, as the picture shows them
+    page.wait_for_function("e => e.textContent.includes('grads:')", arg=spoken.element_handle(), timeout=5000)
+    heard = re.fullmatch(r"o = (\S+), do/dn = (\S+); grads: (.*)", spoken.text_content())
+    assert heard, spoken.text_content()
+    grads = dict(item.rsplit(" ", 1) for item in heard[3].split(", "))
+    assert [heard[1], heard[2]] == [after["o"][0], after["n"][1]], heard[0]
+    assert grads == {name: grad for name, (_, grad) in after.items() if name != "o"}, heard[0]
+    assert spoken.get_attribute("aria-atomic") == "true"
 
     # dragging w1 to -1.5 (set and announced as the browser does) recomputes every node again
     page.eval_on_selector(
