@@ -140,18 +140,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         config.stash[SETTLER].collected(item.nodeid)
     if drop:
         config.hook.pytest_deselected(items=drop)
-    # a graded run asks every visible check before any hidden one: whatever learner code sees in a hidden check and
-    # passes on to another worker (through what no wall divides: the machine's CPU, its files' caches, at `user`
-    # the host's /proc), no visible check is left to show. Then the checks whose workers wait for torch to import
-    # (seconds) run last: the others need not wait behind them
-    graded_run = grader.fresh_seed is not None
-    items[:] = sorted(
-        keep,
-        key=lambda item: (
-            graded_run and item.get_closest_marker("hidden") is not None,
-            bool(graded(task_marker(item)[0]).preload),
-        ),
-    )
+    # the checks whose workers wait for torch to import (seconds) run last: the others need not wait behind them
+    items[:] = sorted(keep, key=lambda item: bool(graded(task_marker(item)[0]).preload))
     grader.results.selected = sorted({r.task for r in grader.results.tests}, key=registry.sort_key)
 
 
