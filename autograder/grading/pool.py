@@ -42,7 +42,6 @@ would charge.
 from __future__ import annotations
 
 import enum
-import importlib.util
 import os
 import re
 import secrets
@@ -63,7 +62,17 @@ START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be impor
 DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
 # a frame line of a worker's stack dump (what its code may have written itself: a line number Python can convert)
 STACK_LINE = re.compile(rb'^  File "(.*)", line (\d{1,9}) in (.*)$', re.MULTILINE)
-POSIX_SOCKETS = os.name == "posix" and importlib.util.find_spec("fcntl") is not None  # a child can inherit one
+
+
+def _has_fcntl() -> bool:
+    try:
+        import fcntl  # noqa: F401  (Windows has none)
+    except ImportError:
+        return False
+    return True
+
+
+POSIX_SOCKETS = os.name == "posix" and _has_fcntl()  # a child can inherit one
 
 
 def start_method(requested: str = "auto") -> str:
