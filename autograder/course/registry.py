@@ -129,7 +129,7 @@ PARAGRAPH = re.compile(r"\n[ \t]*\n")
 
 
 def _fail(path: Path, message: str):
-    raise CourseDataError(f"{path.parent.name}/{path.name}: {message}")
+    raise CourseDataError(f"{path.relative_to(path.parents[3]).as_posix()}: {message}")  # from the repository root
 
 
 def _strings(value, path: Path, what: str) -> tuple[str, ...]:
@@ -151,7 +151,7 @@ def _spec(owner: str, table, path: Path, where: str) -> Spec:
     raises = table.get("raises", {})
     if not isinstance(raises, dict):
         _fail(path, f'{where}: spec.{owner}.raises must be a table, e.g. raises.KeyError = "when ..."')
-    phrases = {"returns": table.get("returns", ""), "unchanged": table.get("unchanged", ""), **raises}
+    phrases = {**{k: table[k] for k in ("returns", "unchanged") if k in table}, **raises}
     for name, text in phrases.items():
         if not isinstance(text, str) or not text.strip():
             _fail(path, f"{where}: spec.{owner}.{name} must be a phrase")

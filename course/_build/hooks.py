@@ -7,8 +7,9 @@
 
   `<!-- course: your-turn N -->`   the "your turn" box of lesson N: its tasks, the
                                     stub files, the command that grades the lesson
-  `<!-- course: task L.N -->`       a task's stub (what the learner finds in
-                                    exercises/) and its graded hints, collapsed
+  `<!-- course: task L.N -->`       a task's spec (what its functions return, raise and leave
+                                    unchanged, from the course's data), its stub (what the
+                                    learner finds in exercises/) and its graded hints, collapsed
   `<!-- course: hints L.N -->`      the hints alone
   `<!-- course: lessons -->`        the table of lessons and tasks (home page)
   `<!-- course: lecture N -->`      the chapters of the lecture that lesson N follows, linked
@@ -424,6 +425,20 @@ def _hints(task_id: str, open_: bool = False) -> str:
     return "\n".join(out)
 
 
+def _spec(task) -> str:
+    """What the task's functions promise, as the course's data says it (`[task.spec.OWNER]`): the phrases that
+    end their docstrings (`autograder/course/spec.py`) and that its hints quote."""
+    items = []
+    for spec in task.spec:
+        name = f"`{spec.owner}`"
+        if spec.returns:
+            items.append(f"- {name} **returns** {md_text(spec.returns)}.")
+        items += [f"- {name} **raises** `{error}` {md_text(when)}." for error, when in spec.raises]
+        if spec.unchanged:
+            items.append(f"- {name} **leaves unchanged** {md_text(spec.unchanged)}.")
+    return "Its spec, which the docstring ends with too:\n\n" + "\n".join(items) + "\n\n" if items else ""
+
+
 def _task(task_id: str) -> str:
     task = registry.task(task_id)
     if task.runs_whole:  # a capstone: no stub of its own
@@ -447,7 +462,7 @@ def _task(task_id: str) -> str:
             block = []
     marks = " ".join(marks)
     return (
-        f"In `exercises/{module}.py` (the docstring is the specification):\n\n"
+        f"{_spec(task)}In `exercises/{module}.py` (the docstring is the specification):\n\n"
         f'```python hl_lines="{marks}"\n{code}\n```\n\n'
         f"Grade it alone: `pytest autograder --task {task.id}`\n\n{_hints(task_id)}"
     )
