@@ -1,6 +1,8 @@
 """The course's command line: `python -m autograder COMMAND`.
 
 - `build [--check]` regenerates (or checks) every generated file: stubs, notebooks, task lists, workflow template;
+- `check-course` says where the course's data (`autograder/course/data/`) and the markers, checks, pages and
+  docstrings it names disagree, or what they leave out;
 - `grade [--impl DIR]` grades with the one runner and prints the scorecard (what batch and Gradescope run);
 - `watch [--lesson N]` re-grades the tasks of each file you save and shows your progress;
 - `sync [--check] [--force]` regenerates `exercises/` from `solutions/` (part of `build`);
@@ -344,6 +346,23 @@ def _classroom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_course(args: argparse.Namespace) -> int:
+    from autograder.course.check import check_course
+    from autograder.course.regions import has_sources
+
+    if not has_sources():
+        print("check-course checks the course's sources: run it in the full repository", file=sys.stderr)
+        return 2
+    problems = check_course()
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) between the course's data and its files", file=sys.stderr)
+        return 1
+    print(f"the course's data and its files agree ({len(registry.TASKS)} tasks)")
+    return 0
+
+
 def _build(args: argparse.Namespace) -> int:
     from autograder.export.build import build
 
@@ -396,6 +415,8 @@ def make_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("build", help="regenerate every generated file (stubs, notebooks, task lists, templates)")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 listing what is out of date")
     p.set_defaults(run=_build)
+    p = commands.add_parser("check-course", help="check the course's data against its markers, checks and pages")
+    p.set_defaults(run=_check_course)
     p = commands.add_parser("sync", help="regenerate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 with a diff if they disagree")
     p.add_argument("--force", action="store_true", help="also replace exercise files you changed (keeps a .bak)")
