@@ -232,7 +232,7 @@ def nav_title(lesson) -> str:
 
 
 def _check_nav(config) -> None:
-    """The nav must list index.md, then every lesson in order, titled `N · title` as in the registry,
+    """The nav must list index.md, then every lesson in order, titled `N · title` as in the course's data,
     with ` (bonus)` after the title of a bonus lesson.
 
     Pages that are not lessons (the recap) may follow the last lesson.
@@ -242,7 +242,7 @@ def _check_nav(config) -> None:
     if have[: len(want)] != want:
         pairs = zip(have + [None] * len(want), want, strict=False)
         wrong = next((f"{h} (expected {w})" for h, w in pairs if h != w), "")
-        raise PluginError(f"mkdocs.yml nav disagrees with autograder/registry.py: {wrong}")
+        raise PluginError(f"mkdocs.yml nav disagrees with the course's data (autograder/course/data/): {wrong}")
 
 
 def _checking() -> bool:
@@ -588,7 +588,7 @@ def expand(name: str, arg: str | None) -> str:
 
 
 def _check_task_headings(markdown: str, page) -> None:
-    """A lesson page has `### Task L.N · title {#task-L-N}` for each task, titled as in the registry."""
+    """A lesson page has `### Task L.N · title {#task-L-N}` for each task, titled as in the course's data."""
     lesson = next((x for x in registry.LESSONS if page.file.src_path == f"{x.slug}.md"), None)
     for task in lesson.tasks if lesson else ():
         want = f"### Task {task.id} · {md_title(task.title)} {{#{task.anchor}}}"
