@@ -31,6 +31,8 @@ def pristine(tmp_path_factory) -> Path:
     for part in PARTS:
         ignore = shutil.ignore_patterns("__pycache__", "_build", "assets", "*.json", "*.ipynb", "notebooks")
         shutil.copytree(REPO / part, root / part, ignore=ignore)
+    parsed = "autograder/course/data/parsed.json"  # what tomllib reads from the data, kept beside it
+    shutil.copy2(REPO / parsed, root / parsed)
     return root
 
 
@@ -328,3 +330,23 @@ def test_a_hint_quotes_the_spec(tmp_path):
     lesson.write_text(lesson.read_text().replace('"a float"', '"a float."'))
     with pytest.raises(registry.CourseDataError, match="without a final period"):
         registry.load_lesson(lesson)
+
+
+# --- parsed.json: what tomllib reads, kept beside the data ---------------------------------------------------------
+
+
+def test_the_kept_parse_is_read_only_where_the_files_are_unchanged(course):
+    data = course / "autograder" / "course" / "data"
+    kept = registry.load(data)
+    assert kept == registry.LESSONS
+    edit(course, DATA_04, 'title = "ascent_step"', 'title = "ascend"')  # parsed.json now holds an older text
+    assert registry.task("4.3").title == "ascent_step"
+    assert {t.id: t.title for lesson in registry.load(data) for t in lesson.tasks}["4.3"] == "ascend"
+
+
+def test_a_kept_parse_that_says_other_things_than_its_files_is_found(course):
+    edit(course, "autograder/course/data/parsed.json", '"title": "ascent_step"', '"title": "ascend"')
+    assert problems(course) == [
+        "autograder/course/data/parsed.json: it says other things than the .toml files beside it: "
+        "run python -m autograder build"
+    ]

@@ -130,6 +130,7 @@ def check_course(root: Path = REPO) -> list[Problem]:
             problems.append(Problem(*str(exc).split(": ", 1)))
     if problems or not lessons:  # what the other files are checked against is not known yet
         return problems or [Problem(data.relative_to(root).as_posix(), "no lesson's data (NN-slug.toml)")]
+    _check_parsed(data, lessons, problem)
     lessons.sort(key=lambda lesson: lesson.number)
     data_file = {lesson.number: root / lesson.data for lesson in lessons}
     numbers = [lesson.number for lesson in lessons]
@@ -193,6 +194,13 @@ def check_course(root: Path = REPO) -> list[Problem]:
     _check_pages(root, lessons, tasks, problem)
     _check_docstrings(lessons, solutions, exercises, problem)
     return problems
+
+
+def _check_parsed(data: Path, lessons: list[registry.Lesson], problem) -> None:
+    """`parsed.json` says what the data files say, or is out of date (then it is not read: build rewrites it)."""
+    path = data / registry.PARSED
+    if path.is_file() and lessons and registry.load(data) != tuple(sorted(lessons, key=lambda x: x.number)):
+        problem(path, "it says other things than the .toml files beside it: run python -m autograder build")
 
 
 def _check_data(task: registry.Task, tasks: dict, solutions: Path, where: Path, problem) -> None:

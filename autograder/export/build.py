@@ -5,6 +5,8 @@ The generated files, and what they are made from:
 - the task list in each solution file's module docstring (the course's data and the solution markers), and the
   spec sections that end the docstrings of the functions that hold a task's code (`Returns:`, `Raises:`, `Leaves
   unchanged:`, the data's `[task.spec.OWNER]`: `autograder/course/spec.py`);
+- `autograder/course/data/parsed.json`, what `tomllib` reads from each lesson's data, beside the text it read (the
+  data's .toml files: a run whose files are unchanged loads it instead of parsing TOML);
 - `exercises/*.py`, the stubs, and their manifest (the solutions; a file the learner changed is never replaced);
 - `exercises/notebooks/lessonNN.ipynb`, the learner notebooks (the registry and the solutions);
 - `.github/classroom/classroom.yml`, the learners' Classroom workflow template (the registry and the tests' points);
@@ -118,6 +120,14 @@ def build(check: bool) -> tuple[list[str], list[str]]:
     from autograder.grading import grader
 
     changed, refused = [], []
+    parsed = registry.DATA / registry.PARSED
+    snapshot = registry.parsed_snapshot()
+    if not parsed.is_file() or parsed.read_text(encoding="utf-8") != snapshot:
+        changed.append(str(parsed.relative_to(SOLUTIONS.parent)))
+        if not check:
+            parsed.write_text(snapshot, encoding="utf-8")
+            if registry.load() != registry.LESSONS:  # this run loaded what the old file said: not the data
+                raise RuntimeError(f"{parsed.name} said other things than the data: rewritten; run build again")
     docstrings = stale_docstrings()
     changed += [f"{p.relative_to(SOLUTIONS.parent)} (task list or spec)" for p in docstrings]
     if not check:
