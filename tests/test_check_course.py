@@ -219,6 +219,14 @@ BREAKS = {
         PAGE_04,
         'no "your turn" box: <!-- course: your-turn 4 -->',
     ),
+    "a page that no longer says what the student edition replaces": (
+        lambda r: edit(
+            r, "course/14-tensors.md", "over the reference `Tensor` and", "over the reference's `Tensor` and"
+        ),
+        "course/14-tensors.md",
+        "no longer says 'The grader runs them over the reference `Tensor` and compares', which the student edition "
+        "replaces: update [[edition]] in autograder/course/data/14-tensors.toml",
+    ),
     "a lesson without its page": (
         lambda r: (r / PAGE_04).unlink(),
         PAGE_04,

@@ -18,7 +18,8 @@ that disagrees with it, or that the data leaves out:
 - the page (`course/NN-slug.md`): no heading `### Task L.N · TITLE {#task-L-N}`
   (its title the data's), no `<!-- course: task L.N -->` under it (which shows the
   task's spec, stub and hints), a heading or directive of an undeclared task, no
-  "your turn" box;
+  "your turn" box, a sentence that the student edition replaces (`[[edition]]`)
+  no longer there;
 - the spec: a docstring in `solutions/` or `exercises/` that does not end in what
   the data's spec says (`build` writes it); an exception that the task's checks
   expect (`expect_raised`) and its spec does not say it raises, or the reverse;
@@ -287,6 +288,13 @@ def _check_pages(root: Path, lessons, tasks: dict, problem) -> None:
                 problem(page, f"a heading or directive of task {task_id}, which no lesson's data declares")
             elif tasks[task_id].lesson != lesson.number:
                 problem(page, f"a heading or directive of task {task_id}, which is lesson {tasks[task_id].lesson}'s")
+        for course, _ in lesson.edition:
+            if not registry.words(course).search(text):
+                problem(
+                    page,
+                    f"no longer says {course!r}, which the student edition replaces: update [[edition]] in "
+                    f"{lesson.data}",
+                )
         if lesson.tasks and f"<!-- course: your-turn {lesson.number} -->" not in text:
             problem(page, f'no "your turn" box: <!-- course: your-turn {lesson.number} -->')
         for task in lesson.tasks:

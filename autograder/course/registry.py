@@ -32,7 +32,11 @@ A lesson's file is named after its page (`01-derivatives.toml` for
   - `demo_bug`: the line of its reference and the buggy line that lesson 0 shows
     the grader's answer to;
 - one `[[example]]` table per example of the lesson's learner notebook: `text`
-  and `code`, run with the learner's code and with the reference.
+  and `code`, run with the learner's code and with the reference;
+- one `[[edition]]` table per sentence of the page that only the full course can
+  say (a bug is charged once, because the reference runs underneath): `course`,
+  the page's words, and `edition`, what the student edition's page says instead
+  (words are compared, not line breaks).
 
 Every grading run loads it (once per process), so loading is cheap: about 2 ms
 of CPU more than the tuples this module held before. `build` keeps what
@@ -109,6 +113,7 @@ class Lesson:
     tasks: tuple[Task, ...] = field(default=())
     bonus: bool = False  # every task of the lesson is a bonus task
     examples: tuple[tuple[str, str], ...] = ()  # its learner notebook's examples: (what it shows, the code)
+    edition: tuple[tuple[str, str], ...] = ()  # (the page's words, what the student edition's page says instead)
 
     @property
     def page(self) -> str:
@@ -123,10 +128,11 @@ class Lesson:
 
 # --- the loader -----------------------------------------------------------------------------------------------------
 
-LESSON_KEYS = {"title", "file", "bonus", "preload", "task", "example"}
+LESSON_KEYS = {"title", "file", "bonus", "preload", "task", "example", "edition"}
 TASK_KEYS = {"id", "title", "owners", "runs_whole", "needs", "hints", "spec", "demo_bug"}
 SPEC_KEYS = {"returns", "raises", "unchanged"}
 EXAMPLE_KEYS = {"text", "code"}
+EDITION_KEYS = {"course", "edition"}
 QUOTE = r"\{(?:(?P<owner>[\w.]+)\.)?(?P<kind>returns|raises|unchanged)\}"  # compiled on the first hint that quotes
 SLUG_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
@@ -252,8 +258,14 @@ def load_lesson(path: Path, data: dict | None = None) -> Lesson:
         if not all(isinstance(example.get(k), str) for k in EXAMPLE_KEYS):
             _fail(path, "an [[example]] has a text and a code")
         examples.append((example["text"], example["code"]))
+    edition = []
+    for sentence in data.get("edition", []):
+        _keys(sentence, EDITION_KEYS, path, "an [[edition]]")
+        if not all(isinstance(sentence.get(k), str) and sentence[k].strip() for k in EDITION_KEYS):
+            _fail(path, "an [[edition]] has the page's words (`course`) and the edition's (`edition`)")
+        edition.append((sentence["course"].strip(), sentence["edition"].strip()))
     tasks = tuple(_task(table, number, data, path) for table in data.get("task", []))
-    return Lesson(number, path.stem, data["title"], tasks, data.get("bonus", False), tuple(examples))
+    return Lesson(number, path.stem, data["title"], tasks, data.get("bonus", False), tuple(examples), tuple(edition))
 
 
 # What `tomllib` reads from each lesson's file, kept beside them by `python -m autograder build` with the text it was
@@ -314,6 +326,11 @@ def task(task_id: str) -> Task:
         raise KeyError(
             f"there is no task {task_id!r}; tasks look like 2.3 (see `python -m autograder tasks`)"
         ) from None
+
+
+def words(sentence: str) -> re.Pattern:
+    """A sentence as a pattern of its words, whatever spaces or line breaks stand between them on a page."""
+    return re.compile(r"\s+".join(re.escape(word) for word in sentence.split()))
 
 
 def sort_key(task_id: str) -> tuple[int, int]:

@@ -36,6 +36,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autograder.course import registry
 from autograder.course.regions import REPO, SOLUTIONS, manifest_entries, solution_files
 from autograder.export import classroom
 from autograder.export import stubs as sync
@@ -154,50 +155,15 @@ def _build_site(out: Path) -> str:
     return printed[printed.index("=") :]  # from the scorecard's first line: not pytest's progress letters
 
 
-# Where a page promises what only the full course does (a bug charged once, where it is, because the reference runs
-# underneath), the edition's page says what happens there instead: page -> [(the course's text, the edition's)].
-EDITION_SENTENCES: dict[str, list[tuple[str, str]]] = {
-    "00-welcome.md": [
-        (
-            "a\nlater lesson grades your new code on top of the *reference* version of the\nearlier ones: a bug in "
-            "lesson 2 costs you points in lesson 2 only.",
-            "this\nedition has no reference code, so a later lesson grades your new code on top of\nyour own earlier "
-            "ones: a task whose checks run through a failing task waits for it\n(its points come once that task "
-            "passes), and `Next:` names the earliest one to fix.",
-        )
-    ],
-    "10-nn.md": [
-        (
-            "The\ngrader runs your classes on the reference engine, so an engine bug from an\nearlier lesson does "
-            "not count against you here.",
-            "In this\nedition the grader runs your classes on your own engine: an engine bug from an\nearlier lesson "
-            "makes these checks wait for that task, so fix the task `Next:` names first.",
-        )
-    ],
-    "12-classifier.md": [
-        (
-            "Every check so far ran one piece of yours over the reference's other pieces,\nso that a bug costs "
-            "points once, where it is.",
-            "This edition has no reference code, so every check so far ran one piece of\nyours over your other "
-            "pieces, and a check that ran through a failing task waited\nfor it.",
-        )
-    ],
-    "14-tensors.md": [
-        (
-            "The grader runs them over the reference `Tensor` and compares",
-            "In this edition the grader runs them over your own `Tensor` (they wait\nfor the lesson's failing tasks) "
-            "and compares",
-        )
-    ],
-}
-
-
 def edition_page(name: str, text: str) -> str:
-    """A course page as the edition shows it: its sentences of `EDITION_SENTENCES` replaced."""
-    for course, edition in EDITION_SENTENCES.get(name, []):
-        if course not in text:
-            raise RuntimeError(f"course/{name} no longer says {course!r}: update EDITION_SENTENCES")
-        text = text.replace(course, edition)
+    """A course page as the edition shows it: where it promises what only the full course does (a bug charged once,
+    where it is, because the reference runs underneath), it says what happens in the edition instead (the lesson's
+    data, `[[edition]]`)."""
+    lesson = next((x for x in registry.LESSONS if f"{x.slug}.md" == name), None)
+    for course, edition in lesson.edition if lesson else ():
+        text, found = registry.words(course).subn(lambda _, said=edition: said, text, count=1)
+        if not found:
+            raise RuntimeError(f"course/{name} no longer says {course!r}: update [[edition]] in {lesson.data}")
     return text
 
 
