@@ -1,13 +1,15 @@
-"""CONTRIBUTING's recipe works: a new task is four hand-edited files and one `build`, then it is graded.
+"""The maintainers' recipe works: a new task is four hand-edited files and one `dev build`, then it is graded.
 
 In a temporary copy of the repository the test adds task 1.4 (a second-order
-difference) exactly as the recipe says: its entry in the lesson's data (title,
-owner, hints, spec), its code in `solutions/`, its checks in the lesson's
-grading tests, its heading on the page. After each step `check-course` names
-what is still missing, file by file; `python -m autograder build` writes every
-generated file (the spec into the docstrings too), `check-course` and
-`build --check` are then clean, and the grader grades the new task: full marks
-for the reference, "not started" for the fresh stub.
+difference) exactly as the recipe says (CONTRIBUTING, and the maintainers'
+guide, course/guides/maintainers/changing.md): its entry in the lesson's data
+(title, owner, hints, spec), its code in `solutions/`, its checks in the
+lesson's grading tests, its heading on the page. After each step
+`python -m autograder dev check` names what is still missing, file by file;
+`python -m autograder dev build` writes every generated file (the spec into
+the docstrings too), `dev check` and `dev build --check` are then clean, and
+the grader grades the new task: full marks for the reference, "not started"
+for the fresh stub.
 """
 
 from __future__ import annotations
@@ -101,8 +103,8 @@ def test_a_new_task_takes_four_files_and_one_build(tmp_path):
         return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=600)
 
     def missing() -> list[str]:
-        """What check-course says is missing, one line each."""
-        checked = run("-m", "autograder", "check-course")
+        """What `dev check` says is missing, one line each."""
+        checked = run("-m", "autograder", "dev", "check")
         assert checked.returncode in (0, 1), checked.stderr
         return checked.stdout.splitlines() if checked.returncode else []
 
@@ -123,11 +125,11 @@ def test_a_new_task_takes_four_files_and_one_build(tmp_path):
     _edit(root, HAND_EDITED[3], lambda text: text + PAGE)
     assert [line for line in missing() if "docstring" not in line] == []  # what build writes is left
 
-    stale = run("-m", "autograder", "build", "--check")
+    stale = run("-m", "autograder", "dev", "build", "--check")
     assert stale.returncode == 1 and "exercises/derivatives.py" in stale.stdout + stale.stderr
-    built = run("-m", "autograder", "build")
+    built = run("-m", "autograder", "dev", "build")
     assert built.returncode == 0, built.stdout + built.stderr
-    clean = run("-m", "autograder", "build", "--check")
+    clean = run("-m", "autograder", "dev", "build", "--check")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert missing() == []
     stub = (root / "exercises/derivatives.py").read_text()

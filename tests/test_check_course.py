@@ -1,4 +1,4 @@
-"""`python -m autograder check-course`: the course's data agrees with every file it names, and each omission is found.
+"""`python -m autograder dev check`: the course's data agrees with every file it names, and each omission is found.
 
 The course is checked as it is (no problem), then a copy of what the check
 reads (the data, `solutions/`, `exercises/`, the lessons' test files, the pages)
@@ -58,9 +58,9 @@ def test_the_course_agrees_with_its_data():
     assert problems(REPO) == []
 
 
-def test_check_course_is_a_command():
+def test_dev_check_is_a_command():
     proc = subprocess.run(
-        [sys.executable, "-m", "autograder", "check-course"], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "autograder", "dev", "check"], cwd=REPO, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"agree ({len(registry.TASKS)} tasks)" in proc.stdout
@@ -356,5 +356,5 @@ def test_a_kept_parse_that_says_other_things_than_its_files_is_found(course):
     edit(course, "autograder/course/data/parsed.json", '"title": "ascent_step"', '"title": "ascend"')
     assert problems(course) == [
         "autograder/course/data/parsed.json: it says other things than the .toml files beside it: "
-        "run python -m autograder build"
+        "run python -m autograder dev build"
     ]

@@ -1,4 +1,4 @@
-"""`python -m autograder check-course`: the course's data against the code, the checks and the pages it names.
+"""`python -m autograder dev check`: the course's data against the code, the checks and the pages it names.
 
 Every task is declared once, in its lesson's data (`autograder/course/data/`,
 loaded by `registry.py`); this check says, as `FILE: what is wrong`, each place
@@ -19,7 +19,7 @@ that disagrees with it, or that the data leaves out:
   (its title the data's), no `<!-- course: task L.N -->` under it (which shows the
   task's spec, stub and hints), a heading or directive of an undeclared task, no
   "your turn" box, a sentence that the student edition replaces (`[[edition]]`)
-  no longer there;
+  no longer there; the same of a guide's sentences (`data/guides/NAME.toml`);
 - the spec: a docstring in `solutions/` or `exercises/` that does not end in what
   the data's spec says (`build` writes it); an exception that the task's checks
   expect (`expect_raised`) and its spec does not say it raises, or the reverse;
@@ -193,6 +193,7 @@ def check_course(root: Path = REPO) -> list[Problem]:
 
     _check_checks(root, lessons, tasks, data_file, problem)
     _check_pages(root, lessons, tasks, problem)
+    _check_guides(root, data, problem)
     _check_docstrings(lessons, solutions, exercises, problem)
     return problems
 
@@ -201,7 +202,7 @@ def _check_parsed(data: Path, lessons: list[registry.Lesson], problem) -> None:
     """`parsed.json` says what the data files say, or is out of date (then it is not read: build rewrites it)."""
     path = data / registry.PARSED
     if path.is_file() and lessons and registry.load(data) != tuple(sorted(lessons, key=lambda x: x.number)):
-        problem(path, "it says other things than the .toml files beside it: run python -m autograder build")
+        problem(path, "it says other things than the .toml files beside it: run python -m autograder dev build")
 
 
 def _check_data(task: registry.Task, tasks: dict, solutions: Path, where: Path, problem) -> None:
@@ -318,6 +319,28 @@ def _check_pages(root: Path, lessons, tasks: dict, problem) -> None:
                 problem(page, f"the words about task {task.id} name {error}, which its spec does not say it raises")
 
 
+def _check_guides(root: Path, data: Path, problem) -> None:
+    """The guides' data (`data/guides/NAME.toml`): each names a guide, which still says what the edition replaces."""
+    try:
+        guides = registry.guides(data)
+    except registry.CourseDataError as exc:
+        problem(*str(exc).split(": ", 1))
+        return
+    for guide in guides:
+        page = root / guide.page
+        if not page.is_file():
+            problem(root / guide.data, f"there is no guide {guide.page}")
+            continue
+        text = page.read_text(encoding="utf-8")
+        for course, _ in guide.edition:
+            if not registry.words(course).search(text):
+                problem(
+                    page,
+                    f"no longer says {course!r}, which the student edition replaces: update [[edition]] in "
+                    f"{guide.data}",
+                )
+
+
 def _check_docstrings(lessons, solutions: Path, exercises: Path, problem) -> None:
     modules = sorted({task.file for lesson in lessons for task in lesson.tasks if task.file})
     for module in modules:
@@ -341,5 +364,5 @@ def _check_docstrings(lessons, solutions: Path, exercises: Path, problem) -> Non
                     problem(
                         path,
                         f"the docstring of {name} does not end in its spec as the course's data says "
-                        "it: run python -m autograder build",
+                        "it: run python -m autograder dev build",
                     )

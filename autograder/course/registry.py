@@ -4,7 +4,7 @@ Task ids are `L.N` (lesson L, task N) and are spelled the same in the solution
 markers, the stubs' TODOs and errors, the page headings, the test markers and
 the scorecard. Where each task's code is, the grader reads from the solution
 markers (`autograder.course.regions`); the data says it too (`file`, `owners`),
-and `python -m autograder check-course` (`autograder/course/check.py`) fails
+and `python -m autograder dev check` (`autograder/course/check.py`) fails
 when the two, the checks or the page disagree.
 
 A lesson's file is named after its page (`01-derivatives.toml` for
@@ -36,7 +36,12 @@ A lesson's file is named after its page (`01-derivatives.toml` for
 - one `[[edition]]` table per sentence of the page that only the full course can
   say (a bug is charged once, because the reference runs underneath): `course`,
   the page's words, and `edition`, what the student edition's page says instead
-  (words are compared, not line breaks).
+  (words are compared, not line breaks; `""` leaves the words out, with the
+  line break after them: a table's row).
+
+The guides that the student edition ships say such sentences too: theirs are in
+`data/guides/NAME.toml` (for `course/guides/NAME.md`), `[[edition]]` tables only,
+read by `guides()` when the edition is exported or the course checked.
 
 Every grading run loads it (once per process), so loading is cheap: about 2 ms
 of CPU more than the tuples this module held before. `build` keeps what
@@ -137,8 +142,9 @@ QUOTE = r"\{(?:(?P<owner>[\w.]+)\.)?(?P<kind>returns|raises|unchanged)\}"  # com
 SLUG_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
-def _fail(path: Path, message: str):
-    raise CourseDataError(f"{path.relative_to(path.parents[3]).as_posix()}: {message}")  # from the repository root
+def _fail(path: Path, message: str, up: int = 3):
+    # named from the repository root: a lesson's file is 4 folders down (`up` 3), a guide's 5
+    raise CourseDataError(f"{path.relative_to(path.parents[up]).as_posix()}: {message}")
 
 
 def _strings(value, path: Path, what: str) -> tuple[str, ...]:
@@ -147,10 +153,10 @@ def _strings(value, path: Path, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _keys(table: dict, allowed: set[str], path: Path, what: str) -> None:
+def _keys(table: dict, allowed: set[str], path: Path, what: str, up: int = 3) -> None:
     unknown = set(table) - allowed
     if unknown:
-        _fail(path, f"{what} has unknown key(s) {sorted(unknown)}; known: {sorted(allowed)}")
+        _fail(path, f"{what} has unknown key(s) {sorted(unknown)}; known: {sorted(allowed)}", up)
 
 
 def _spec(owner: str, table, path: Path, where: str) -> Spec:
@@ -229,13 +235,13 @@ def _task(table, number: int, lesson: dict, path: Path) -> Task:
     )
 
 
-def _parse(path: Path, text: str) -> dict:
+def _parse(path: Path, text: str, up: int = 3) -> dict:
     import tomllib  # here: a run whose files `parsed.json` holds does not import it
 
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        _fail(path, f"not valid TOML: {exc}")
+        _fail(path, f"not valid TOML: {exc}", up)
 
 
 def load_lesson(path: Path, data: dict | None = None) -> Lesson:
@@ -258,19 +264,26 @@ def load_lesson(path: Path, data: dict | None = None) -> Lesson:
         if not all(isinstance(example.get(k), str) for k in EXAMPLE_KEYS):
             _fail(path, "an [[example]] has a text and a code")
         examples.append((example["text"], example["code"]))
+    edition = _edition(data, path)
+    tasks = tuple(_task(table, number, data, path) for table in data.get("task", []))
+    return Lesson(number, path.stem, data["title"], tasks, data.get("bonus", False), tuple(examples), edition)
+
+
+def _edition(data: dict, path: Path, up: int = 3) -> tuple[tuple[str, str], ...]:
+    """A data file's `[[edition]]` tables: (the page's words, the edition's; "" leaves the words and their line out)."""
     edition = []
     for sentence in data.get("edition", []):
-        _keys(sentence, EDITION_KEYS, path, "an [[edition]]")
-        if not all(isinstance(sentence.get(k), str) and sentence[k].strip() for k in EDITION_KEYS):
-            _fail(path, "an [[edition]] has the page's words (`course`) and the edition's (`edition`)")
-        edition.append((sentence["course"].strip(), sentence["edition"].strip()))
-    tasks = tuple(_task(table, number, data, path) for table in data.get("task", []))
-    return Lesson(number, path.stem, data["title"], tasks, data.get("bonus", False), tuple(examples), tuple(edition))
+        _keys(sentence, EDITION_KEYS, path, "an [[edition]]", up)
+        course, said = sentence.get("course"), sentence.get("edition")
+        if not (isinstance(course, str) and course.strip() and isinstance(said, str)):
+            _fail(path, "an [[edition]] has the page's words (`course`) and the edition's (`edition`)", up)
+        edition.append((course.strip(), said.strip()))
+    return tuple(edition)
 
 
-# What `tomllib` reads from each lesson's file, kept beside them by `python -m autograder build` with the text it was
-# read from: a run whose files hold that very text takes it from there, a thousandth of the time (JSON's reader is
-# C, TOML's Python); any other reads the TOML. A stale or missing one costs time, never a wrong course.
+# What `tomllib` reads from each lesson's file, kept beside them by `python -m autograder dev build` with the text it
+# was read from: a run whose files hold that very text takes it from there, a thousandth of the time (JSON's reader
+# is C, TOML's Python); any other reads the TOML. A stale or missing one costs time, never a wrong course.
 PARSED = "parsed.json"
 
 
@@ -287,7 +300,7 @@ def parsed_snapshot(folder: Path = DATA) -> str:
     """The text of `folder/parsed.json`, as build writes it: each lesson's file's text and what `tomllib` read."""
     texts = _texts(folder)
     lessons = {name: {"toml": text, "parsed": _parse(folder / name, text)} for name, text in texts.items()}
-    about = "written by `python -m autograder build` from the .toml files beside it; read only where they are unchanged"
+    about = "written by `python -m autograder dev build` from the .toml files beside it; read where they are unchanged"
     return json.dumps({"about": about, "lessons": lessons}, ensure_ascii=False, indent=1) + "\n"  # in TOML order
 
 
@@ -310,6 +323,36 @@ def load(folder: Path = DATA) -> tuple[Lesson, ...]:
 LESSONS: tuple[Lesson, ...] = load()
 TASKS: dict[str, Task] = {t.id: t for lesson in LESSONS for t in lesson.tasks}
 LESSON_OF: dict[str, Lesson] = {t.id: lesson for lesson in LESSONS for t in lesson.tasks}
+
+
+@dataclass(frozen=True)
+class Guide:
+    """A page of the site's guides that the student edition ships, and says otherwise where it promises what only
+    the full course does: `data/guides/NAME.toml` for `course/guides/NAME.md`, which holds `[[edition]]` tables only."""
+
+    name: str  # grading
+    edition: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def page(self) -> str:
+        return f"course/guides/{self.name}.md"
+
+    @property
+    def data(self) -> str:
+        return f"autograder/course/data/guides/{self.name}.toml"
+
+
+GUIDE_KEYS = {"edition"}
+
+
+def guides(folder: Path = DATA) -> tuple[Guide, ...]:
+    """The guides' data, read when asked (by the student edition's export and `dev check`), not by every run."""
+    found = []
+    for path in sorted((folder / "guides").glob("*.toml")):
+        data = _parse(path, path.read_text(encoding="utf-8"), up=4)
+        _keys(data, GUIDE_KEYS, path, "a guide's data", up=4)
+        found.append(Guide(path.stem, _edition(data, path, up=4)))
+    return tuple(found)
 
 
 def lesson(number: int) -> Lesson:

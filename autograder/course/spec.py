@@ -6,9 +6,9 @@ the docstring of that function or method, as Google-style sections:
     Raises:
         KeyError: when `leaf` is not one of `inputs`.
 
-Those sections belong to the data: `python -m autograder build` rewrites them
-in `solutions/` (and so in the stubs made from it), `sync` writes them into the
-stubs even before, and `check-course` fails while a docstring in `solutions/`
+Those sections belong to the data: `python -m autograder dev build` rewrites them
+in `solutions/` (and so in the stubs made from it), `dev sync` writes them into the
+stubs even before, and `dev check` fails while a docstring in `solutions/`
 or `exercises/` says something else. A function that is no task's owner keeps
 its docstring as written.
 """

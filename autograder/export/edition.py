@@ -1,6 +1,6 @@
 """The student edition: a copy of the course for a class, with no reference code in any form and no hidden checks.
 
-`python -m autograder student-edition --out DIR` copies the repository (what
+`python -m autograder export student-edition --out DIR` copies the repository (what
 git tracks) except `tests/`, `.ci/`, `solutions/` and the course repository's
 own CI workflow, and:
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,10 +39,12 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO, SOLUTIONS, manifest_entries, solution_files
-from autograder.export import classroom
+from autograder.export import classroom, runs_through
 from autograder.export import stubs as sync
 from autograder.export.notebooks import HOW_EXAMPLES_RUN, HOW_EXAMPLES_RUN_IN_EDITION, record_examples
 from autograder.grading import caches
+from autograder.grading.blame import RUNS_THROUGH, check_key_of
+from autograder.grading.tasks import LESSONS
 from autograder.jupyter import EXAMPLES_FILE
 
 LEFT_OUT = (
@@ -51,7 +54,13 @@ LEFT_OUT = (
     "autograder/lessons/shipped_answers.json",  # the reference's answers, hidden checks' too
     ".github/workflows/ci.yml",
     ".github/workflows/pages.yml",
+    # the site's guides for instructors and maintainers (and the instructors' screenshots): about the reference,
+    # the hidden checks, the graders that use them and the repository's tests, none of which an edition has
+    "course/guides/instructors/",
+    "course/guides/maintainers/",
+    "course/assets/class-report",
 )
+LEFT_OUT_OF_NAV = ("For instructors", "For maintainers")  # the nav sections of those guides, in mkdocs.yml
 
 
 def tracked_files() -> list[str]:
@@ -66,18 +75,31 @@ def tracked_files() -> list[str]:
         return [str(p.relative_to(REPO)) for p in files if p.exists()]
 
 
+def hidden_tests(text: str) -> list[ast.FunctionDef]:
+    """The functions of a test module marked `@pytest.mark.hidden`."""
+    functions = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)]
+    return [node for node in functions if any(ast.unparse(d) == "pytest.mark.hidden" for d in node.decorator_list)]
+
+
 def without_hidden_tests(text: str) -> str:
     """The test module with every function marked `@pytest.mark.hidden` removed."""
-    tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
     drop: set[int] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any(
-            ast.unparse(d) == "pytest.mark.hidden" for d in node.decorator_list
-        ):
-            start = min(d.lineno for d in node.decorator_list)
-            drop.update(range(start - 1, node.end_lineno))
+    for node in hidden_tests(text):
+        start = min(d.lineno for d in node.decorator_list)
+        drop.update(range(start - 1, node.end_lineno))
     return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def without_hidden_records(text: str) -> str:
+    """`runs_through.json` (what each check runs through) without the hidden checks, whose names are not shipped."""
+    hidden = {
+        check_key_of(path.stem, node.name)
+        for path in LESSONS.glob("test_*.py")
+        for node in hidden_tests(path.read_text())
+    }
+    data = json.loads(text)
+    return runs_through.text({k: v for k, v in data["checks"].items() if k not in hidden}, data["sources"])
 
 
 def export(out: Path) -> Path:
@@ -91,6 +113,8 @@ def export(out: Path) -> Path:
         source = REPO / name
         if name.startswith("autograder/lessons/test_") and name.endswith(".py"):
             target.write_text(without_hidden_tests(source.read_text()))
+        elif source == RUNS_THROUGH:
+            target.write_text(without_hidden_records(source.read_text()))
         else:
             shutil.copy2(source, target)
     manifest = {
@@ -102,15 +126,15 @@ def export(out: Path) -> Path:
     (out / "autograder" / "edition.json").write_text(json.dumps(manifest, indent=1) + "\n")
     _record_reference_answers(out / "autograder" / "lessons" / "reference_answers.json")
     record_examples(out / EXAMPLES_FILE.relative_to(REPO))
-    config = out / "mkdocs.yml"  # `mkdocs serve` watches solutions/, which the edition does not have
-    config.write_text(config.read_text().replace("watch:\n  - solutions\n", "watch:\n"))
+    config = out / "mkdocs.yml"
+    config.write_text(edition_config(config.read_text()))
     for notebook in (out / "exercises" / "notebooks").glob("*.ipynb"):
         text = notebook.read_text()
         notebook.write_text(
             text.replace(json.dumps(HOW_EXAMPLES_RUN)[1:-1], json.dumps(HOW_EXAMPLES_RUN_IN_EDITION)[1:-1])
         )
-    for page in (out / "course").glob("*.md"):
-        page.write_text(edition_page(page.name, page.read_text()))
+    for page in (out / "course").rglob("*.md"):
+        page.write_text(edition_page(page.relative_to(out / "course").as_posix(), page.read_text()))
     fresh = _build_site(out)
     workflow = out / ".github" / "workflows" / "classroom.yml"
     workflow.parent.mkdir(parents=True, exist_ok=True)
@@ -155,15 +179,42 @@ def _build_site(out: Path) -> str:
     return printed[printed.index("=") :]  # from the scorecard's first line: not pytest's progress letters
 
 
+def edition_config(text: str) -> str:
+    """mkdocs.yml as the edition has it: `mkdocs serve` watches no solutions/ (the edition has none), and the nav
+    has no section of `LEFT_OUT_OF_NAV` (whose pages the edition leaves out)."""
+    text = text.replace("watch:\n  - solutions\n", "watch:\n")
+    lines, kept, cut = text.splitlines(keepends=True), [], None
+    found = set()
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if cut is not None and line.strip() and indent > cut:
+            continue
+        cut = None
+        title = line.strip().removeprefix("- ").removesuffix(":").strip('"')
+        if line.lstrip().startswith("- ") and line.rstrip().endswith(":") and title in LEFT_OUT_OF_NAV:
+            cut = indent
+            found.add(title)
+            continue
+        kept.append(line)
+    if found != set(LEFT_OUT_OF_NAV):
+        raise RuntimeError(
+            f"mkdocs.yml's nav has no section {sorted(set(LEFT_OUT_OF_NAV) - found)}: update LEFT_OUT_OF_NAV"
+        )
+    return "".join(kept)
+
+
 def edition_page(name: str, text: str) -> str:
     """A course page as the edition shows it: where it promises what only the full course does (a bug charged once,
-    where it is, because the reference runs underneath), it says what happens in the edition instead (the lesson's
-    data, `[[edition]]`)."""
+    where it is, because the reference runs underneath), it says what happens in the edition instead (`[[edition]]`
+    in the lesson's data, or in `data/guides/NAME.toml` for a guide)."""
     lesson = next((x for x in registry.LESSONS if f"{x.slug}.md" == name), None)
-    for course, edition in lesson.edition if lesson else ():
-        text, found = registry.words(course).subn(lambda _, said=edition: said, text, count=1)
+    guide = None if lesson else next((g for g in registry.guides() if f"guides/{g.name}.md" == name), None)
+    page = lesson or guide
+    for course, edition in page.edition if page else ():
+        pattern = registry.words(course).pattern + ("" if edition else r"[ \t]*\n?")  # a row left out: its line too
+        text, found = re.subn(pattern, lambda _, said=edition: said, text, count=1)
         if not found:
-            raise RuntimeError(f"course/{name} no longer says {course!r}: update [[edition]] in {lesson.data}")
+            raise RuntimeError(f"course/{name} no longer says {course!r}: update [[edition]] in {page.data}")
     return text
 
 
@@ -172,7 +223,6 @@ def readme(fresh_scorecard: str) -> str:
     course = (REPO / "README.md").read_text()
     start = course.index("## Quick start")
     install = course[start : course.index("\n## ", start + 1)].strip()
-    install = install.split("\nWhat the install brings")[0].strip()
     return f"""# Backprop from scratch: student edition
 
 A self-paced course: build a scalar autograd engine (a `Value` class that does backpropagation), then a small
@@ -200,7 +250,8 @@ Fill the stubs in `exercises/`, one task at a time, as the pages say, then grade
 | and draw a wrong backward pass | `pytest autograder --task 5.3 --draw drawings` |
 
 `python -m autograder watch` re-grades each file as you save it; `python -m autograder hint 8.2` prints a task's
-next hint; `python -m autograder tasks` lists every task with its page.
+next hint; `python -m autograder tasks` lists every task with its page. The site's page *Grading your work* (under
+Guides) has every command and option, and what each line of the scorecard means.
 
 In this edition each task's checks run over *your* code for everything they need (there is no reference to run
 them over): a bug in one task stops the tasks that run through it, which say "waits for task L.N" until it

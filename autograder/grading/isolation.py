@@ -18,8 +18,14 @@ _bubblewrap_says: str | None = None  # why `sandbox_command` fails here ('' if i
 
 
 def best_level() -> Level:
-    """The strongest level this process can set up."""
-    return next(level for level in LEVELS if not why_not(level))
+    """The strongest level this process can set up; RuntimeError, saying why, where there is none (root, with
+    neither bubblewrap nor a Python that the workers' own users can reach)."""
+    reasons = {level: why_not(level) for level in LEVELS}
+    possible = [level for level in LEVELS if not reasons[level]]
+    if not possible:
+        why = "; ".join(f"{level}: {reason}" for level, reason in reasons.items())
+        raise RuntimeError(f"no isolation level is possible here ({why})")
+    return possible[0]
 
 
 def why_not(level: Level | str) -> str:
@@ -34,6 +40,21 @@ def _why_python_unreachable() -> str:
     """`user`: without a mount namespace, the worker's own user must be able to reach Python where it lives."""
     closed = sorted({a for p in sandbox.interpreter_paths() if (a := blocking_ancestor(p))})
     return f"Python lives under {closed[0]}, which other users may not enter" if closed else ""
+
+
+def _why_not_processes() -> str:
+    """`processes`: as root, each worker becomes a user of its own (`sandbox.shut_in`): no learner code runs as
+    root, where it could leave the run's cgroup, outlive the run, and write the grader's caches. That user must
+    reach Python too; elsewhere the level needs nothing."""
+    if not sandbox.as_root():
+        return ""
+    unreachable = _why_python_unreachable()
+    if not unreachable:
+        return ""
+    return (
+        f"as root, its workers run as users of their own, and {unreachable}: grade as an ordinary user, or install "
+        "Python where every user may read it, or install bubblewrap (`apt-get install bubblewrap`) for `sandbox`"
+    )
 
 
 def blocking_ancestor(path: str) -> str | None:
@@ -307,4 +328,4 @@ def _why_no_bubblewrap() -> str:
 
 
 # What each level needs of this machine beyond root (`why_not`): a new level adds its probe here.
-PROBES = {Level.SANDBOX: _why_no_bubblewrap, Level.USER: _why_python_unreachable, Level.PROCESSES: lambda: ""}
+PROBES = {Level.SANDBOX: _why_no_bubblewrap, Level.USER: _why_python_unreachable, Level.PROCESSES: _why_not_processes}
