@@ -227,6 +227,16 @@ BREAKS = {
         "no longer says 'The grader runs them over the reference `Tensor` and compares', which the student edition "
         "replaces: update [[edition]] in autograder/course/data/14-tensors.toml",
     ),
+    "a guide that no longer says what the student edition replaces": (
+        lambda r: edit(r, "course/guides/grading.md", "so one bug costs points once", "so one bug costs points"),
+        "course/guides/grading.md",
+        "which the student edition replaces: update [[edition]] in autograder/course/data/guides/grading.toml",
+    ),
+    "a guide's data without its guide": (
+        lambda r: (r / "course/guides/grading.md").unlink(),
+        "autograder/course/data/guides/grading.toml",
+        "there is no guide course/guides/grading.md",
+    ),
     "a lesson without its page": (
         lambda r: (r / PAGE_04).unlink(),
         PAGE_04,
