@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from solutions import train
 from solutions.nn import MLP
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
@@ -97,3 +98,53 @@ def test_lesson_10_depth_makes_gradients_vanish_or_explode():
     assert factor(he_tanh) < factor(he_relu) < 1 and factor(he_relu) > 0.9
     says("10-nn.md", "after 32 layers it is more than ten times smaller than ReLU's: the vanishing gradient")
     assert he_tanh[-1] * 10 < he_relu[-1]
+
+
+# ---------------------------------------------------------------- lesson 11: too large a step
+
+
+def test_lesson_11_names_the_unstable_and_the_exploding_step():
+    def run(model, rate, steps):
+        losses, grads = [], []
+        for _ in range(steps):
+            loss = train.squared_error_loss([model(x) for x in train.XS], train.YS)
+            model.zero_grad()
+            loss.backward()
+            grads.append(max(abs(p.grad) for p in model.parameters()))
+            train.sgd_step(model.parameters(), rate)
+            losses.append(loss.data)
+        return losses, grads, max(abs(p.data) for p in model.parameters())
+
+    table = printed("11-training.md", 'print("lr      loss: step 0')
+    capped = {}
+    for rate in (0.05, 0.5, 2.0):
+        capped[rate] = losses, grads, largest_w = run(train.lesson_model(), rate, 60)
+        line = f"{rate:<4}  {losses[0]:14.4f} {losses[1]:8.4f} {losses[-1]:8.4f} {largest_w:13.2f} {grads[-1]:13.4f}"
+        assert line in table, line
+    losses, grads, largest_w = capped[2.0]
+    says("11-training.md", "At `2.0` the very first step *raises* the loss")
+    assert losses[1] > losses[0] and all(capped[r][0][1] < capped[r][0][0] for r in (0.05, 0.5))
+    says("11-training.md", "the weights end far outside the range they were drawn from")
+    assert largest_w > 10
+    says("11-training.md", "once the neurons sit on their flat tails the gradient is gone and the loss stays")
+    assert grads[-1] < 1e-6 and abs(losses[-1] - losses[-2]) < 1e-9
+
+    shown = [0, 1, 2, 5, 10, 20, 29]
+    uncapped = printed("11-training.md", "uncapped = MLP(3, [4, 4, 1], linear_output=True)")
+    runs = {}
+    for rate in (0.05, 0.2):
+        random.seed(1337)
+        runs[rate] = losses, grads, _ = run(MLP(3, [4, 4, 1], linear_output=True), rate, 30)
+        assert f"{f'lr {rate} loss':14} " + "".join(f"{losses[k]:9.3g}" for k in shown) in uncapped
+        assert f"{'largest |grad|':14} " + "".join(f"{grads[k]:9.3g}" for k in shown) in uncapped
+    says("11-training.md", "At `0.05` the uncapped network trains well: its loss falls to nearly nothing.")
+    assert runs[0.05][0][-1] < 1e-3
+    says("11-training.md", "its loss and its gradients grow by orders of magnitude within a few dozen steps")
+    assert runs[0.2][0][-1] > 1e20 * runs[0.2][0][0] and runs[0.2][1][-1] > 1e20 * runs[0.2][1][0]
+    says("11-training.md", "Carried on long enough, the numbers grow too large for a float: a loss of `inf` or `nan`")
+    random.seed(1337)
+    try:  # which comes first depends on the order of the sums, which depends on the order of sets
+        overflowed = not math.isfinite(run(MLP(3, [4, 4, 1], linear_output=True), 0.2, 200)[0][-1])
+    except OverflowError:
+        overflowed = True
+    assert overflowed
