@@ -18,8 +18,10 @@ import statistics
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from solutions import train
+from solutions import classifier, train
+from solutions.engine import Value
 from solutions.nn import MLP
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
@@ -148,3 +150,180 @@ def test_lesson_11_names_the_unstable_and_the_exploding_step():
     except OverflowError:
         overflowed = True
     assert overflowed
+
+
+# ---------------------------------------------------------------- lesson 12: dead units, kinks
+
+
+@pytest.fixture(scope="module")
+def moons():
+    return classifier.moons()
+
+
+def hidden(layers, points: np.ndarray, off=((), ())) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Both hidden layers' outputs and the score of a ReLU MLP(2, [16, 16, 1]) at each point, the units `off` at 0."""
+    (w1, b1), (w2, b2), (w3, b3) = layers
+    h1 = np.maximum(points @ w1.T + b1, 0.0)
+    h1[:, list(off[0])] = 0.0
+    h2 = np.maximum(h1 @ w2.T + b2, 0.0)
+    h2[:, list(off[1])] = 0.0
+    return h1, h2, h2 @ w3[0] + b3[0]
+
+
+def dead(layers, points) -> list[list[int]]:
+    h1, h2, _ = hidden(layers, np.array(points))
+    return [[j for j in range(16) if not (h[:, j] > 0).any()] for h in (h1, h2)]
+
+
+def test_lesson_12_dead_units_at_the_start_and_after_training(trained_classifier, moons):
+    X, _ = moons
+    at_start, trained = dead(layers_of(classifier.classifier_model()), X), dead(layers_of(trained_classifier[0]), X)
+    out = printed("12-classifier.md", "at_start, trained = dead_units(")
+    for k, name in enumerate(["first", "second"]):
+        assert f"{name} hidden layer: dead at the start {at_start[k]}, after training {trained[k]}" in out
+    assert f"{sum(map(len, at_start))} of 32 at the start, {sum(map(len, trained))} of 32 after training" in out
+    says(
+        "12-classifier.md",
+        "On the training points those units output 0",
+        "Only the units listed at the start were dead before training began, drawn that way; the others died "
+        "*during* training.",
+    )
+    assert all(set(a) <= set(t) for a, t in zip(at_start, trained, strict=True))
+    assert sum(map(len, trained)) > 2 * sum(map(len, at_start)) > 0
+
+
+def first_steps(moons, start_rate: float) -> list[tuple[float, float, list[list[int]]]]:
+    """The run's first five steps with the reference, its rates scaled to start at `start_rate`:
+    (rate, loss before the step, dead units after it)."""
+    X, y = moons
+    model, steps = classifier.classifier_model(), []
+    for k in range(5):
+        rate = start_rate * (1.0 - 0.9 * k / 100)
+        loss, _ = classifier.train_step(model, X, y, rate)
+        steps.append((rate, loss, dead(layers_of(model), X)))
+    return steps
+
+
+def test_lesson_12_the_first_large_steps_killed_the_units(trained_classifier, moons):
+    X, _ = moons
+    model, history = trained_classifier
+    fast, slow = first_steps(moons, 1.0), first_steps(moons, 0.1)
+    assert [loss for _, loss, _ in fast] == pytest.approx([loss for loss, _ in history[:5]], rel=1e-9)  # the same run
+    for steps, call in ((fast, "first_steps(1.0)"), (slow, "first_steps(0.1)")):
+        out = printed("12-classifier.md", call)
+        for k, (rate, loss, (first, second)) in enumerate(steps):
+            assert f"{k:4}  {rate:.3f}  {loss:11.4f}   {str(first):18} {second}" in out
+    at_start, trained = dead(layers_of(classifier.classifier_model()), X), dead(layers_of(model), X)
+
+    says("12-classifier.md", "By the end of the first two steps, the two largest of the run, the first layer has every")
+    assert fast[1][2][0] == trained[0] != at_start[0]
+    says("12-classifier.md", "the loss before the second step is higher than before the first")
+    assert fast[1][1] > fast[0][1]
+    says("12-classifier.md", "Such a death is for good.")
+    firsts = [set(at_start[0])] + [set(first) for _, _, (first, _) in fast]
+    assert all(a <= b for a, b in zip(firsts[:-1], firsts[1:], strict=True)) and firsts[-1] <= set(trained[0])
+    says("12-classifier.md", "the dead units counted above mostly died in its first two steps")
+    died = [(k, j) for k in (0, 1) for j in trained[k] if j not in at_start[k]]
+    assert 2 * sum(j in fast[1][2][k] for k, j in died) > len(died)
+    says("12-classifier.md", "A second-layer unit can come back", "its list above goes up and down")
+    seconds = [set(second) for _, _, (_, second) in fast]
+    assert any(a - b for a, b in zip(seconds[:-1], seconds[1:], strict=True))
+    says("12-classifier.md", "The first layer loses no unit this time, and fewer units die in all.")
+    assert all(first == at_start[0] for _, _, (first, _) in slow)
+    assert sum(map(len, slow[-1][2])) < sum(map(len, fast[-1][2]))
+
+
+def test_lesson_12_dead_units_fire_off_the_training_points(trained_classifier, moons):
+    X, _ = moons
+    layers = layers_of(trained_classifier[0])
+    off = dead(layers, X)
+    n = 30  # the page's grid
+    gx, gy = np.meshgrid(np.linspace(-1.6, 2.6, n), np.linspace(-1.2, 1.6, n))
+    grid = np.c_[gx.ravel(), gy.ravel()]
+    X_held, _ = classifier.held_out_moons()
+    grid_h, held_h = hidden(layers, grid), hidden(layers, np.array(X_held))
+    out = printed("12-classifier.md", "def score_without(")
+    woken_held = np.zeros(len(X_held), dtype=bool)
+    for k, name in enumerate(["first", "second"]):
+        for j in off[k]:
+            on_grid, on_held = int((grid_h[k][:, j] > 0).sum()), int((held_h[k][:, j] > 0).sum())
+            woken_held |= held_h[k][:, j] > 0
+            assert f"  {name} layer, unit {j:2}: on {on_grid:3} of {n * n} grid points, {on_held} of 200" in out
+    flipped = int(((hidden(layers, grid, off)[2] > 0) != (grid_h[2] > 0)).sum())
+    held_flipped = int(((hidden(layers, np.array(X_held), off)[2] > 0) != (held_h[2] > 0)).sum())
+    assert f"switched off, they change the sign of {flipped} grid points and of {held_flipped} held-out" in out
+
+    says("12-classifier.md", '"Dead on the training points" is not dead everywhere', "some of these units do fire")
+    assert any((grid_h[k][:, j] > 0).any() for k in (0, 1) for j in off[k])
+    says("12-classifier.md", "No training point lies there; the boundary passes through it.")
+    says("12-classifier.md", "switching them off moves the boundary there, by the grid points marked")
+    assert flipped > 0
+    says("12-classifier.md", "The held-out points barely reach that part, and none of their answers depends on it.")
+    assert 0 < woken_held.sum() <= 5 and held_flipped == 0
+
+
+def test_lesson_12_a_gradient_check_fails_only_where_a_nudge_crosses_a_kink(trained_classifier, moons):
+    X, y = moons
+    model = trained_classifier[0]
+    layers = layers_of(model)
+    margins = hidden(layers, np.array(X))[2] * np.array(y)
+    nearest = sorted(range(len(X)), key=lambda i: abs(margins[i] - 1))[:2]
+    points, labels = np.array([X[i] for i in nearest]), np.array([y[i] for i in nearest], dtype=float)
+
+    loss = classifier.hinge_loss([model(list(p)) for p in points], [int(v) for v in labels])
+    loss = loss + classifier.l2_penalty(model.parameters())
+    params = model.parameters()
+    saved = [p.grad for p in params]
+    for p in params:
+        p.grad = 0.0
+    loss.backward()
+    analytic = np.array([p.grad for p in params])
+    for p, g in zip(params, saved, strict=True):
+        p.grad = g
+    theta = np.array([p.data for p in params])
+    shapes = [(w.shape, b.shape) for w, b in layers]
+
+    def unpack(vector):  # parameters() order: layer by layer, neuron by neuron, weights then bias
+        out, at = [], 0
+        for (rows, cols), _ in shapes:
+            block = vector[at : at + rows * (cols + 1)].reshape(rows, cols + 1)
+            out.append((block[:, :cols], block[:, cols]))
+            at += rows * (cols + 1)
+        return out
+
+    def loss_and_sides(vector):
+        h1, h2, scores = hidden(unpack(vector), points)
+        hinge = 1 - labels * scores
+        sides = np.concatenate([(h1 > 0).ravel(), (h2 > 0).ravel(), hinge > 0])
+        return np.maximum(hinge, 0).mean() + 1e-4 * (vector**2).sum(), sides
+
+    out = printed("12-classifier.md", "def gradient_check(")
+    kinks = printed("12-classifier.md", "def crosses_a_kink(")
+    assert f"margins y·s of the two points: {[round(float(margins[i]), 4) for i in nearest]}" in out
+    failed = {}
+    for h in (1e-5, 1e-2):
+        errors, crossed = [], []
+        for i in range(len(theta)):
+            nudge = np.zeros_like(theta)
+            nudge[i] = h
+            (up, up_sides), (down, down_sides) = loss_and_sides(theta + nudge), loss_and_sides(theta - nudge)
+            numerical = (up - down) / (2 * h)
+            size = max(abs(analytic[i]), abs(numerical))
+            errors.append(abs(analytic[i] - numerical) / size if size else 0.0)
+            crossed.append(bool((up_sides != down_sides).any()))
+        failed[h] = [c for e, c in zip(errors, crossed, strict=True) if e > 1e-4]
+        assert f"h = {h:g}: worst relative error" in out
+        assert f"{len(failed[h])} of {len(theta)} parameters above 1e-4" in out
+    says("12-classifier.md", "Nothing is wrong with `backward()` at $h = 10^{-2}$.")
+    assert not failed[1e-5] and failed[1e-2]
+    says("12-classifier.md", "for every parameter that failed, some ReLU")
+    assert all(failed[1e-2])
+    assert f"h = 0.01: {len(failed[1e-2])} of the {len(failed[1e-2])} that failed cross a kink" in kinks
+
+    corner = printed("12-classifier.md", "s = Value(1.0)")
+    s = Value(1.0)
+    classifier.hinge_loss([s], [+1]).backward()
+    up, down = (classifier.hinge_loss([Value(1.0 + step)], [+1]).data for step in (1e-5, -1e-5))
+    numerical = (up - down) / 2e-5
+    assert s.grad == 0.0 and numerical == pytest.approx(-0.5)
+    assert "backward 0.0, central difference -0.5000, relative error 1.0" in corner
