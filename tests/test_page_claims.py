@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from solutions import classifier, train
 from solutions.engine import Value
@@ -327,3 +328,48 @@ def test_lesson_12_a_gradient_check_fails_only_where_a_nudge_crosses_a_kink(trai
     numerical = (up - down) / 2e-5
     assert s.grad == 0.0 and numerical == pytest.approx(-0.5)
     assert "backward 0.0, central difference -0.5000, relative error 1.0" in corner
+
+
+# ---------------------------------------------------------------- lesson 9: control flow, detach
+
+
+def test_lesson_9_control_flow_and_a_stopped_gradient():
+    def newton_sqrt(a, number):
+        y, steps = (a + 1) / 2, 0
+        while abs(number(y) ** 2 - number(a)) > 1e-12 * number(a):
+            y, steps = (y + a / y) / 2, steps + 1
+        return y, steps
+
+    a = Value(2.0)
+    y, steps = newton_sqrt(a, lambda v: v.data)
+    y.backward()
+    at = torch.tensor(2.0, dtype=torch.double, requires_grad=True)
+    newton_sqrt(at, lambda t: t.item())[0].backward()
+    out = printed("09-pytorch.md", "def newton_sqrt(")
+    assert f"sqrt(2) in {steps} steps: {y.data:.12f}" in out
+    exact = 1 / (2 * math.sqrt(2))
+    assert f"dy/da: ours {a.grad:.12f}   PyTorch {at.grad.item():.12f}   1/(2 sqrt(2)) {exact:.12f}" in out
+    says("09-pytorch.md", "it agrees with the derivative of $\\sqrt{a}$, $1/(2\\sqrt{a})$, in every digit printed")
+    assert abs(a.grad - exact) < 5e-13 and abs(at.grad.item() - a.grad) < 5e-13
+    assert "bent at x = +3.0: ours +6.0   PyTorch +6.0" in out and "bent at x = -3.0: ours -2.0   PyTorch -2.0" in out
+
+    def derivative(stop: bool) -> tuple[float, float]:
+        x = Value(2.0)
+        y = x * x
+        (x * (Value(y.data) if stop else y)).backward()
+        return x.grad, y.grad
+
+    out = printed("09-pytorch.md", "def detach(")
+    (plain, y_plain), (stopped, y_stopped) = derivative(False), derivative(True)
+    assert (plain, stopped, y_stopped) == (12.0, 4.0, 0.0)
+    assert f"x * y          dz/dx: ours {plain}   PyTorch {plain}   y.grad {y_plain}" in out
+    assert f"x * detach(y)  dz/dx: ours {stopped}   PyTorch {stopped}   y.grad {y_stopped}" in out
+    says("09-pytorch.md", "Detached, $y$ receives nothing (its `grad` stays 0)")
+
+    # the exercise: x · detach(x) + detach(x · x) at x = 3, and the same without the detaches
+    x = Value(3.0)
+    (x * Value(x.data) + Value((x * x).data)).backward()
+    whole = Value(3.0)
+    (whole * whole + whole * whole).backward()
+    says("09-pytorch.md", "the derivative is 3", "$4x = 12$")
+    assert (x.grad, whole.grad) == (3.0, 12.0)
