@@ -24,6 +24,7 @@ import torch
 from solutions import classifier, train
 from solutions.engine import Value
 from solutions.nn import MLP
+from solutions.tensor import Tensor
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
 
@@ -373,3 +374,27 @@ def test_lesson_9_control_flow_and_a_stopped_gradient():
     (whole * whole + whole * whole).backward()
     says("09-pytorch.md", "the derivative is 3", "$4x = 12$")
     assert (x.grad, whole.grad) == (3.0, 12.0)
+
+
+# ---------------------------------------------------------------- lesson 14: a seed that is not all ones
+
+
+def test_lesson_14_a_seed_v_gives_the_vector_jacobian_product():
+    A = np.array([[1.0, -1.0, 0.5], [0.5, 2.0, -1.0], [-0.5, 0.0, 1.0]])
+    x0, v = np.array([[0.3, -0.2, 0.1]]), np.array([[1.0, -2.0, 0.5]])
+
+    def seeded(seed):
+        x = Tensor(x0)
+        y = (x @ Tensor(A)).tanh()
+        (y * Tensor(seed)).sum().backward()
+        return x.grad
+
+    xt = torch.tensor(x0, requires_grad=True)
+    torch.tanh(xt @ torch.tensor(A)).backward(gradient=torch.tensor(v))
+    jacobian = (1 - np.tanh(x0 @ A) ** 2).T * A.T  # row i: d y_i / d x, by hand
+    assert seeded(v) == pytest.approx(xt.grad.numpy(), abs=1e-14)
+    assert seeded(v) == pytest.approx(v @ jacobian, abs=1e-14)
+    out = printed("14-tensors.md", "def gradient_of_x(")
+    for label, value in (("ours, seed v:", seeded(v)), ("PyTorch, gradient=v:", xt.grad.numpy())):
+        assert f"{label:22} " + str(np.round(value, 6).tolist()) in out
+    assert f"{'v @ J, J row by row:':22} " + str(np.round(v @ jacobian, 6).tolist()) in out
