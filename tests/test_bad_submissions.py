@@ -1029,6 +1029,25 @@ def test_no_input_of_a_hidden_check_reaches_a_visible_message(level, tmp_path):
     assert "HIDDEN-INPUT" not in json.dumps([c for c in checks if not c["hidden"]]), checks
 
 
+def test_a_capstone_that_passed_before_a_task_it_runs_failed_a_hidden_check_waits_for_it(tmp_path):
+    """A graded run asks hidden checks last: the capstone (12.5, the whole engine) runs while 8.2 has passed the
+    checks asked so far, and once 8.2 fails a hidden one the capstone waits for it, as it would have had 8.2
+    failed first (a bug is charged once, where it is); over the reference, it passes."""
+    honest = grade("solutions", "--task", "8.2", "--task", "12.5", "--fresh-inputs", "5", tmp_path=tmp_path)
+    assert honest.status == {"8.2": "passed", "12.5": "passed"}, honest.output[-3000:]
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    rule = "self.grad += other * self.data ** (other - 1) * out.grad"
+    wrong = "self.grad += (other * self.data ** (other - 1) if other != 0.25 else 0.0) * out.grad"  # hidden only
+    assert rule in engine.read_text()
+    engine.write_text(engine.read_text().replace(rule, wrong))
+    run = grade(submission, "--task", "8.2", "--task", "12.5", "--fresh-inputs", "5", tmp_path=tmp_path)
+    checks = run.results["extra_data"]["results"]
+    assert [c["status"] for c in checks if c["task"] == "8.2" and c["status"] != "passed"] == ["failed"], checks
+    assert run.status["12.5"] == "not started", run.output[-3000:]
+    assert {c["waits_for"] for c in checks if c["task"] == "12.5"} == {"8.2"}, checks
+
+
 def test_a_visible_check_that_waits_quotes_no_hidden_failure():
     """A check that waits for a task quotes why that task fails, but never a hidden check's words: learner code
     can put what it sees in a hidden check into its own exception, which the waiting check would show."""

@@ -267,6 +267,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             result.message = "the grader's own files changed while your code ran: this run's results are void"
         grader.new_answers = False
         grader.asked.clear()
+    grader.settle_capstones()
     blame_by_dependency(grader.results, edition=not has_sources())  # before anything reads or writes the results
     grader.save_answers()
     grader.save_plans()
