@@ -163,9 +163,20 @@ def reference(request: pytest.FixtureRequest) -> Reference:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    """A check that fails is asked of the reference too: if the reference fails it here as well, it is void."""
+    """A check that fails is asked of the reference too: if the reference fails it here as well, it is void. In a
+    graded run, a visible check that passes is looked at again on inputs drawn afresh (`Learner.judge_afresh`)."""
     try:
-        return (yield)
+        outcome = yield
+        learner = item.funcargs.get("learner")
+        if isinstance(learner, Learner):
+            learner.judge_afresh(lambda other: _run_with(item, other))
+        return outcome
+    except fresh_inputs.NothingDrawn:  # its answers are known: it counts for nothing here
+        result = item.config.stash[GRADER].by_nodeid.get(item.nodeid)
+        if result is None or result.settled:
+            raise
+        result.status, result.message, result.settled = Status.VOID, verdicts.NOTHING_DRAWN, True
+        raise pytest.skip.Exception(result.message, _use_item_location=True) from None
     except pool.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
         pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
     except pytest.exit.Exception:
@@ -176,13 +187,19 @@ def pytest_runtest_call(item: pytest.Item):
         learner = item.funcargs.get("learner")
         if result is None or result.settled or not isinstance(learner, Learner):
             raise
-        fault = grader.machine_fault(learner, item.nodeid, exc, lambda other: _run_with(item, other))
+        fault = grader.machine_fault(learner, item.nodeid, exc, lambda other: _check(item, other))
         if fault == "" and verdicts.judgement_raised(exc):  # the reference's answer passes: the learner's is wrong
             raise verdicts.Unjudgeable(exc) from None
         if not fault:
             raise
         result.status, result.message, result.settled = Status.VOID, verdicts.could_not_grade(fault), True
         raise pytest.skip.Exception(result.message, _use_item_location=True) from None
+
+
+def _check(item: pytest.Item, learner: Learner) -> None:
+    """The check `item` with `learner` as its `learner` fixture, and in a graded run its second look on drawn inputs."""
+    _run_with(item, learner)
+    learner.judge_afresh(lambda other: _run_with(item, other))
 
 
 def _run_with(item: pytest.Item, learner: Learner) -> None:

@@ -106,6 +106,11 @@ def _waits(other: str, why: str) -> Verdict:
 
 
 RUNS_THROUGH = ": this check runs through its code, which raised "
+# a visible check of a graded run none of whose calls had inputs to draw afresh (`fresh_inputs.NothingDrawn`)
+NOTHING_DRAWN = (
+    "not counted in this graded run: none of this check's calls had inputs to draw afresh, so its answers are "
+    "known ones"
+)
 
 
 def comes_back(message: str, other: str) -> str:
