@@ -323,8 +323,8 @@ for _f in _gc.get_objects():
         "AttributeError",
         verdict_attack=True,
     ),
-    Bad(
-        "calls_its_siblings_in_a_circle",  # each passes over the reference of the others; together they recurse
+    Bad(  # each once passed over the reference of the others, then over their code (the learner's): now over neither
+        "calls_its_siblings_in_a_circle",
         {
             "derivatives.py": [
                 (FORWARD, "    return partial_derivative(lambda t: fn(t), [x], 0, h)"),
@@ -338,8 +338,8 @@ for _f in _gc.get_objects():
                 ),
             ]
         },
-        {"1.1": "error|failed|in progress", "1.2": "error|failed|in progress", "1.3": "error|failed|in progress"},
-        "RecursionError",
+        {"1.1": "error", "1.2": "error", "1.3": "error"},
+        "must do without it",
     ),
     Bad(
         "derives_by_hand_with_a_later_lessons_backward",  # task 4.2 through the reference's backward (task 6.1)

@@ -194,6 +194,7 @@ class Grader:
             learner=self.learner_sources(task.learner_files),
             reference=None if whole else reference_for(task.id),
             scenarios={name: scenario_source(name) for name in task.lesson_modules},
+            sibling_owners=list(task.sibling_owners),
         )
 
     def start(self) -> None:
