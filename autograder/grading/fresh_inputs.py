@@ -65,36 +65,11 @@ def afresh(value: Any, rng: random.Random, integers: bool = True) -> Any:
 DRAWS = 4  # draws of sizes and numbers tried before the numbers alone: a drawn index may name nothing
 
 
-def same(a: Any, b: Any) -> bool:
-    """Whether two answers (plain data) agree: numbers within a rounding error, lists in any order, the rest
-    exactly."""
-    if type(a) is list and type(b) is list and _exactly(a) == _exactly(b):  # a long list the same (a 100,000-node
-        return True  # order): at C speed, and only where each element would be `same` too
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=REL, abs_tol=ABS)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        if len(a) != len(b):
-            return False
-        if all(same(x, y) for x, y in zip(a, b, strict=True)):
-            return True
-        # in another order: the order a set is walked in differs between processes (the page's check judges order)
-        return all(same(x, y) for x, y in zip(sorted(a, key=_order), sorted(b, key=_order), strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
 def alike(a: Any, b: Any) -> bool:
     """Whether two values a helper judged agree: numbers within a rounding error, lists in order (a helper that
     was given a list judged it in its order), dicts key by key, the rest exactly."""
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=REL, abs_tol=ABS)
+    if _number(a) and _number(b):
+        return _close(a, b)
     if type(a) in (list, tuple) and type(b) in (list, tuple):
         return _exactly(a) == _exactly(b) or (len(a) == len(b) and all(map(alike, a, b)))
     if isinstance(a, dict) and isinstance(b, dict):
@@ -103,7 +78,7 @@ def alike(a: Any, b: Any) -> bool:
 
 
 def _exactly(value: Any) -> str:
-    """An answer as exact text: equal texts are `same` answers (a bool is not a number, 1 and 1.0 differ here)."""
+    """An answer as exact text: equal texts are alike answers (a bool is not a number, 1 and 1.0 differ here)."""
     return json.dumps(value, default=repr)
 
 
@@ -210,9 +185,7 @@ def numbers_alike(got: Any, want: Any, rel: float = REL, abs_tol: float = ABS) -
     dicts of as many values (by key, or in order where their keys differ: names of a process's own objects);
     strings may differ (a message, a drawing: the judgement reads those)."""
     if _number(got) and _number(want):
-        if math.isnan(got) or math.isnan(want):
-            return math.isnan(got) and math.isnan(want)
-        return math.isclose(got, want, rel_tol=rel, abs_tol=abs_tol)
+        return _close(got, want, rel, abs_tol)
     if isinstance(got, str) and isinstance(want, str):
         return True
     if isinstance(got, (list, tuple)) and isinstance(want, (list, tuple)):
@@ -233,15 +206,23 @@ def _number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def _close(a: float, b: float, rel: float = REL, abs_tol: float = ABS) -> bool:
+    """Two numbers within `rel` (relative) or `abs_tol` of each other; two NaNs agree, an int too large for a float
+    only with itself."""
+    try:
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=rel, abs_tol=abs_tol)
+    except OverflowError:
+        return a == b
+
+
 def _agrees(w: Judged, g: Judged) -> bool:
     """Whether the learner's record `g` agrees with the reference's `w`, by the rule of the helper that made both."""
     if w.kind == "close":
-        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (w.actual, g.actual))
-        if not numbers:
+        if not (_number(w.actual) and _number(g.actual)):
             return alike(g.actual, w.actual)
-        if math.isnan(w.actual) or math.isnan(g.actual):
-            return math.isnan(w.actual) and math.isnan(g.actual)
-        return math.isclose(g.actual, w.actual, rel_tol=max(w.rel, REL), abs_tol=max(w.abs_tol, ABS))
+        return _close(g.actual, w.actual, max(w.rel, REL), max(w.abs_tol, ABS))
     if w.kind == "graph":
         return _same_graph(g.actual, w.actual, max(w.rel, REL), max(w.abs_tol, ABS))
     if w.kind == "equal":
@@ -260,8 +241,7 @@ def _same_graph(got: Any, want: Any, rel: float, abs_tol: float) -> bool:
             return False
         for field in ("data", "grad"):
             a, b = mine.get(field), theirs[field]
-            numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
-            if not (math.isclose(a, b, rel_tol=rel, abs_tol=abs_tol) if numbers else alike(a, b)):
+            if not (_close(a, b, rel, abs_tol) if _number(a) and _number(b) else alike(a, b)):
                 return False
     return True
 
