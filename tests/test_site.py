@@ -334,11 +334,12 @@ def test_one_page_per_lesson():
 
 
 def all_pages() -> list[str]:
-    """The path of every page of the site, as served: home, lessons, the rest."""
+    """The path of every page of the site, as served: home, lessons, the rest, the guides (course/guides/)."""
     return (
         [""]
         + [page_path(lesson) for lesson in registry.LESSONS]
         + [p.stem + "/" for p in sorted(COURSE.glob("*.md")) if p.name in EXTRA_PAGES and p.name != "index.md"]
+        + [p.relative_to(COURSE).with_suffix("").as_posix() + "/" for p in sorted((COURSE / "guides").rglob("*.md"))]
     )
 
 
@@ -497,7 +498,7 @@ def chromium():
 def site_build(tmp_path_factory) -> tuple[Path, dict]:
     """The site, built without reading the committed results (course/_build/executed/): every block runs,
     or comes from what this machine ran before (.cache/site/; a clean clone on CI has none). Returns the
-    site and what `python -m autograder build` would change in the committed results after this build."""
+    site and what `python -m autograder dev build` would change in the committed results after this build."""
     site = tmp_path_factory.mktemp("site")
     record = site.parent / "record.json"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "COURSE_SITE_COMMITTED": "0", "COURSE_SITE_RECORD": str(record)}
@@ -545,7 +546,7 @@ def test_committed_results_are_up_to_date(site_build):
                 stale.append(f"{name}: `{what}` prints something else now")
         if len(committed) > len(fresh):
             stale.append(f"{name}: {len(committed) - len(fresh)} results that no block uses")
-    assert not stale, "run `python -m autograder build` and commit course/_build/executed/:\n" + "\n".join(stale)
+    assert not stale, "run `python -m autograder dev build` and commit course/_build/executed/:\n" + "\n".join(stale)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -25,7 +25,10 @@ permissions.
 between the grader and the worker, with the time limits, the memory cap where
 the system enforces one (Linux), and a process group of its own where there
 are process groups (POSIX), killed with the check; but the worker runs as the
-learner's user.
+learner's user. It may start processes: on Linux they stay below it (it is
+their "subreaper"), where the grader counts their CPU time with its own. As
+root (`--isolation processes`, or no bubblewrap), the worker still becomes a
+user of its own, as at `user`: no learner code ever runs as root.
 
 Every Linux-only call (`prctl`, `unshare`, `mount`, `RLIMIT_*`) stays behind a
 check of the platform or of the call's presence: macOS and Windows reach only
@@ -86,16 +89,35 @@ def shut_in(level: Level, memory_mb: int, uid: int, file_mb: int = 16, cgroup: s
         _private_mounts(cgroup)
     elif level.process_group and HAS_GROUPS and os.getpgid(0) != os.getpid():
         os.setpgid(0, 0)  # a group of its own, killed with the check (a spawned worker leads one already)
+    if level.process_group and LINUX:  # what it starts stays below it, orphans too: the grader counts their CPU time
+        libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     _limits(level, memory_mb, file_mb)
+    # a folder it may not write to: its own /tmp at `sandbox`; at `user` there may be no folder it can write at all
+    folder = "/tmp" if level.namespaces else "/" if level.own_user else _scratch()
+    if level.own_user or as_root():  # `processes` as root: no learner code runs as root either
+        become(uid)
     if level.own_user:
-        os.setgroups([])
+        allow_only_what_workers_need()
+    os.chdir(folder)
+
+
+def as_root() -> bool:
+    """Whether this process runs as root (POSIX)."""
+    return getattr(os, "geteuid", lambda: -1)() == 0
+
+
+def become(uid: int) -> None:
+    """Become user and group `uid`, with no other group and no way to gain privileges again. Irreversible."""
+    os.setgroups([])
+    if hasattr(os, "setresuid"):
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+    else:  # macOS: as root, these set the real, effective and saved ids all
+        os.setgid(uid)
+        os.setuid(uid)
+    if LINUX:
         libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # /proc/self/* stays root's (autogroup, comm), whatever the system
         libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        allow_only_what_workers_need()
-    # a folder it may not write to: its own /tmp at `sandbox`; at `user` there may be no folder it can write at all
-    os.chdir("/tmp" if level.namespaces else "/" if level.own_user else _scratch())
 
 
 # The system calls a shut-in worker may make (`allow_only_what_workers_need`), by family. What workers called while

@@ -18,7 +18,7 @@
   A directive it does not know stops the build.
   `<!-- course: clone -->`          the `git clone` command of the course (mkdocs.yml's `repo_url` when set)
 - Keeps what the pages' Python blocks and lesson 0's grader runs printed in `course/_build/executed/`
-  (committed, keyed by their code: `python -m autograder build` writes it), so that a fresh clone's build
+  (committed, keyed by their code: `python -m autograder dev build` writes it), so that a fresh clone's build
   runs nothing; whatever does run is announced on mkdocs' log as it starts.
 - Runs the pages' Python blocks (markdown-exec) through `buildcache.BlockRunner`:
   a block whose code, session and sources are unchanged is not run again, so a
@@ -123,7 +123,7 @@ def _edition() -> bool:
 
 def _graded_course() -> Path:
     """Where lesson 0's grader runs take the grader from: this course, or the edition `COURSE_EDITION` names
-    (`python -m autograder student-edition` builds the edition's site, whose lesson 0 shows the edition's grader)."""
+    (`python -m autograder export student-edition` builds the edition's site, whose lesson 0 shows the edition's grader)."""
     named = os.environ.get("COURSE_EDITION", "")
     return Path(named) if named and Path(named).is_dir() else REPO
 
@@ -152,7 +152,7 @@ class GraderRun:
 
     What it printed is kept with the pages' results: committed, keyed by what it grades (the solutions' sources),
     and in the local cache, keyed by the grader's sources too. A plain build reads the committed result;
-    `python -m autograder build` runs it again when the grader changed, and rewrites it only if it prints
+    `python -m autograder dev build` runs it again when the grader changed, and rewrites it only if it prints
     something else.
     """
 
@@ -349,12 +349,12 @@ def on_post_build(config):
     buildcache.TIMINGS.write_text(json.dumps(timings, indent=1))
     buildcache.prune()
     record = os.environ.get("COURSE_SITE_RECORD")
-    if record:  # for `python -m autograder build`: what course/_build/executed/ should hold
+    if record:  # for `python -m autograder dev build`: what course/_build/executed/ should hold
         Path(record).write_text(json.dumps(_committed.record(_made_with()), ensure_ascii=False))
     elif (ran or runs) and not buildcache.flag("COURSE_SITE_RERUN"):
         buildcache.log.info(
             f"course: ran {ran} blocks and {runs} grader runs in {time.perf_counter() - _started[0]:.0f} s; "
-            "their results are not in course/_build/executed/ (`python -m autograder build` writes them there)"
+            "their results are not in course/_build/executed/ (`python -m autograder dev build` writes them there)"
         )
 
 
