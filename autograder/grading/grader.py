@@ -420,33 +420,26 @@ class Grader:
                 self.workers.stop(capstone)
 
     def check_prerequisites(self, task: GradedTask) -> None:
-        """A capstone runs once every task whose code it runs has passed in this same run, as far as it has run: a
-        graded run asks every hidden check last (`settle_capstones` then takes back what a capstone passed if one of
+        """A capstone runs once every task whose code it runs has passed in this same run, as far as it has run (a
+        graded run asks every hidden check last: `Settler.finish` then takes back what a capstone passed if one of
         those tasks fails after all)."""
-        if not task.waits_for:
-            return
-        missing = self._not_passed(task.waits_for, so_far=True)
-        if missing:
-            raise LearnerError(Fault.WAITS, _waiting_for(missing))
+        wait = self.waiting(task, so_far=True)
+        if wait is not None:
+            raise wait
 
-    def _not_passed(self, tasks: tuple[str, ...], so_far: bool = False) -> list[str]:
-        """Those of `tasks` this run grades that have not passed (`so_far`: the checks of theirs that have run)."""
+    def waiting(self, task: GradedTask, so_far: bool = False) -> LearnerError | None:
+        """What a capstone waits for: those of the tasks whose code it runs that this run grades and that have not
+        passed (`so_far`: in the checks of theirs that have run), as the error its calls raise; None if none."""
         # a task this run does not grade (`--lesson 12`) is taken as done: the capstone then finds its bugs itself
         ran: dict[str, list[Status]] = {t: [] for t in self.results.selected}
         for r in self.results.tests:
             if r.task in ran and (r.settled or not so_far):
                 ran[r.task].append(r.status)
-        return [t for t in tasks if t in ran and (not ran[t] or any(s != Status.PASSED for s in ran[t]))]
-
-    def settle_capstones(self) -> None:
-        """Once every check has run: a capstone's check that passed while a task whose code it runs had not yet failed
-        (a hidden check of it, asked last) waits for that task after all, as it would have had it failed first."""
-        for r in self.results.tests:
-            task = graded(r.task)
-            if task.waits_for and r.status == Status.PASSED and (missing := self._not_passed(task.waits_for)):
-                r.status, r.message, r.waits_for, r.cause = verdicts.classify(
-                    LearnerError(Fault.WAITS, _waiting_for(missing)), r.task
-                )
+        missing = [t for t in task.waits_for if t in ran and (not ran[t] or any(s != Status.PASSED for s in ran[t]))]
+        if not missing:
+            return None
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        return LearnerError(Fault.WAITS, {"task": missing[0], "more": more})
 
     def _call(self, request: dict, limit: float, task: GradedTask, load: bool = False) -> dict:
         try:
@@ -465,10 +458,6 @@ class Grader:
             if load:
                 self.file_failures[task.module] = (fault, info)
             raise LearnerError(fault, info) from None
-
-
-def _waiting_for(missing: list[str]) -> dict:
-    return {"task": missing[0], "more": f" and {len(missing) - 1} more" if len(missing) > 1 else ""}
 
 
 def check_selection(options: GradeOptions) -> None:

@@ -325,8 +325,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         grader.new_answers = False
         grader.asked.clear()
     grader.results.edition = not has_sources()
-    grader.settle_capstones()
-    session.config.stash[SETTLER].finish()  # the quiet checks' labels, before anything reads or writes the results
+    session.config.stash[SETTLER].finish()  # the labels left to the end, before anything reads or writes the results
     grader.save_answers()
     grader.save_plans()
     grader.cache.forget_if_workers_could_write()
