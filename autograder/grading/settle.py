@@ -189,10 +189,10 @@ class Settler:
         """
         grader = self.grader
         late = []
-        for check in grader.results.tests:
-            raw = self.raw.get(blame.check_key(check.nodeid))
-            wait = grader.waiting(graded(check.task)) if raw is not None and raw.status == Status.PASSED else None
+        for check in grader.results.tests:  # by its label: a run whose grading tests changed under it passed none
+            wait = grader.waiting(graded(check.task)) if check.status == Status.PASSED else None
             if wait is not None:
+                raw = self.raw[blame.check_key(check.nodeid)]  # a check passes only once concluded here
                 raw.status, raw.message, raw.waits_for, raw.cause = verdicts.classify(wait, check.task)
                 late.append(check)
         if late or grader.results.quiet:
