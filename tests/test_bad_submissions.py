@@ -325,8 +325,8 @@ for _f in _gc.get_objects():
         "AttributeError",
         verdict_attack=True,
     ),
-    Bad(
-        "calls_its_siblings_in_a_circle",  # each passes over the reference of the others; together they recurse
+    Bad(  # each once passed over the reference of the others, then over their code (the learner's): now over neither
+        "calls_its_siblings_in_a_circle",
         {
             "derivatives.py": [
                 (FORWARD, "    return partial_derivative(lambda t: fn(t), [x], 0, h)"),
@@ -340,8 +340,8 @@ for _f in _gc.get_objects():
                 ),
             ]
         },
-        {"1.1": "error|failed|in progress", "1.2": "error|failed|in progress", "1.3": "error|failed|in progress"},
-        "RecursionError",
+        {"1.1": "error", "1.2": "error", "1.3": "error"},
+        "must do without it",
     ),
     Bad(
         "derives_by_hand_with_a_later_lessons_backward",  # task 4.2 through the reference's backward (task 6.1)
@@ -904,6 +904,151 @@ def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(
         assert "host=[]" in said and "caps=['0000000000000000']" in said, said[-1500:]  # bubblewrap's file system
         left = set(glob.glob("/run/lock/autograder-probe-*") + glob.glob("/dev/shm/autograder-probe-*")) - before
         assert not left, left
+
+
+# Learner code that passes what it sees in a hidden check to a later check that shows it: every way there is for one
+# worker to reach another (a file in a folder anyone may write, a pty pair, a lock on a file every worker reads, the
+# session's scheduling group). Task 1.1's hidden check is the only one that steps by 1e-3 and 1e-4; task 1.2's
+# visible checks come after it in the lesson's file, and say what reached them.
+CHANNELS = """
+
+import ctypes as _ctypes
+import fcntl as _fcntl
+import glob as _glob
+import os as _os
+
+_KEPT = []  # what the sender keeps open, for as long as its worker lives
+_FILES = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"]
+
+
+def _send(text):
+    for folder in _FILES:
+        try:
+            with open(_os.path.join(folder, "channel-TOKEN"), "w") as f:
+                f.write(text)
+            _os.chmod(_os.path.join(folder, "channel-TOKEN"), 0o666)
+        except OSError:
+            pass
+    libc = _ctypes.CDLL(None, use_errno=True)
+    try:
+        master = _os.open("/dev/ptmx", _os.O_RDWR | _os.O_NOCTTY)
+        number = _ctypes.c_int(0)
+        libc.ioctl(master, 0x40045431, _ctypes.byref(number))  # unlockpt
+        libc.ioctl(master, 0x80045430, _ctypes.byref(number))  # ptsname
+        other = _os.open(f"/dev/pts/{number.value}", _os.O_RDWR | _os.O_NOCTTY)
+        _os.fchmod(other, 0o666)
+        _os.write(master, text.encode() + b"\\n")
+        _KEPT.extend([master, other])
+    except OSError:
+        pass
+    try:
+        shared = _os.open(_os.__file__, _os.O_RDONLY)
+        _fcntl.flock(shared, _fcntl.LOCK_SH | _fcntl.LOCK_NB)
+        _KEPT.append(shared)
+    except OSError:
+        pass
+    try:
+        libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("13")
+    except OSError:
+        pass
+
+
+def _received():
+    found = []
+    for folder in _FILES:
+        try:
+            with open(_os.path.join(folder, "channel-TOKEN")) as f:
+                found.append(f.read())
+        except OSError:
+            pass
+    for path in _glob.glob("/dev/pts/[0-9]*"):
+        try:
+            if _os.stat(path).st_uid < 200_000:  # only a worker's pty: never a terminal of the machine's
+                continue
+            fd = _os.open(path, _os.O_RDONLY | _os.O_NONBLOCK | _os.O_NOCTTY)
+            found.append(_os.read(fd, 300).decode(errors="replace"))
+            _os.close(fd)
+        except OSError:
+            pass
+    try:
+        shared = _os.open(_os.__file__, _os.O_RDONLY)
+        _fcntl.flock(shared, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+        _fcntl.flock(shared, _fcntl.LOCK_UN)
+    except BlockingIOError:
+        found.append("HIDDEN-INPUT through a lock")
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/autogroup") as f:
+            if "nice 13" in f.read():
+                found.append("HIDDEN-INPUT through the autogroup")
+    except OSError:
+        pass
+    return found
+"""
+
+
+@pytest.mark.parametrize("level", ["sandbox", "user", "processes"])
+def test_no_input_of_a_hidden_check_reaches_a_visible_message(level, tmp_path):
+    """A graded run shows nothing of its hidden checks: what learner code sees in one reaches no visible check, at
+    any level, through whatever the workers could share: every visible check runs before any hidden one, and at the
+    root levels workers share no pty, no lock and no scheduling group."""
+    import json
+    import secrets
+
+    from autograder.grading import isolation
+
+    if isolation.why_not(level):
+        pytest.skip(f"--isolation {level}: {isolation.why_not(level)}")
+    token = secrets.token_hex(6)
+    submission = copy_of("solutions", tmp_path)
+    derivatives = submission / "derivatives.py"
+    text = derivatives.read_text() + CHANNELS.replace("TOKEN", token)
+    text = text.replace(FORWARD, '    if h in (1e-3, 1e-4):\n        _send(f"HIDDEN-INPUT x={x!r}")\n' + FORWARD)
+    central = "    _check_step(h)\n    return (fn(x + h) - fn(x - h)) / (2 * h)"
+    text = text.replace(central, '    raise ValueError(f"received {_received()}")')
+    derivatives.write_text(text)
+    autogroup = Path("/proc/self/autogroup")  # this session's: at `processes` the workers are in it too
+    try:
+        autogroup.write_text("0")  # no signal left in it by another run
+    except OSError:
+        pass
+    try:
+        run = grade(submission, "--lesson", "1", "--fresh-inputs", "7", "--isolation", level, tmp_path=tmp_path)
+    finally:
+        for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+            Path(folder, f"channel-{token}").unlink(missing_ok=True)
+        try:
+            autogroup.write_text("0")  # what a sender at `processes` may have set
+        except OSError:
+            pass
+    checks = run.results["extra_data"]["results"]
+    assert [c["status"] for c in checks if c["task"] == "1.1" and c["hidden"]] == ["passed"], checks  # it sent
+    visible = [c["message"] for c in checks if c["task"] == "1.2" and not c["hidden"] and c["status"] != "passed"]
+    assert visible and all("received" in m for m in visible), visible  # so did the receivers
+    assert not any("HIDDEN-INPUT" in m for m in visible), visible
+    assert "HIDDEN-INPUT" not in json.dumps([c for c in checks if not c["hidden"]]), checks
+
+
+def test_a_capstone_that_passed_before_a_task_it_runs_failed_a_hidden_check_waits_for_it(tmp_path):
+    """A graded run asks hidden checks last: the capstone (12.5, the whole engine) runs while 8.2 has passed the
+    checks asked so far, and once 8.2 fails a hidden one the capstone waits for it, as it would have had 8.2
+    failed first (a bug is charged once, where it is); over the reference, it passes."""
+    honest = grade("solutions", "--task", "8.2", "--task", "12.5", "--fresh-inputs", "5", tmp_path=tmp_path)
+    assert honest.status == {"8.2": "passed", "12.5": "passed"}, honest.output[-3000:]
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    rule = "self.grad += other * self.data ** (other - 1) * out.grad"
+    wrong = "self.grad += (other * self.data ** (other - 1) if other != 0.25 else 0.0) * out.grad"  # hidden only
+    assert rule in engine.read_text()
+    engine.write_text(engine.read_text().replace(rule, wrong))
+    run = grade(submission, "--task", "8.2", "--task", "12.5", "--fresh-inputs", "5", tmp_path=tmp_path)
+    checks = run.results["extra_data"]["results"]
+    assert [c["status"] for c in checks if c["task"] == "8.2" and c["status"] != "passed"] == ["failed"], checks
+    assert run.status["12.5"] == "not started", run.output[-3000:]
+    assert {c["waits_for"] for c in checks if c["task"] == "12.5"} == {"8.2"}, checks
 
 
 def test_a_visible_check_that_waits_quotes_no_hidden_failure():

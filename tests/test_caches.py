@@ -135,6 +135,7 @@ class Run:
 
     shipping = None
     new_answers = False
+    drawing = False
 
     def __init__(self):
         self.cache: dict = {}

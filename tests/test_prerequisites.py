@@ -1,13 +1,16 @@
-"""A task's worker holds the reference of its prerequisites and nothing else of it.
+"""A task's worker holds the reference of its prerequisites and no other task's code, the learner's included.
 
 The registry's `prerequisites(task)` are the tasks of the earlier lessons and
 the ones `registry.NEEDS` names. These tests prove both halves of that
 promise: every task passes over its prerequisites alone (the declaration is
 complete, so an honest learner is never charged for a task they have not
-reached), and no other task's reference is in reach of the graded code (so a
-task cannot pass by calling a sibling's reference: the corpus entries
-`calls_its_siblings_in_a_circle` and `derives_by_hand_with_a_later_lessons_backward`
-show what that used to allow).
+reached), and no other task's code is in reach of the graded code: not its
+reference (so a task cannot pass by calling a sibling's reference: the corpus
+entry `derives_by_hand_with_a_later_lessons_backward` shows what that used to
+allow), nor the learner's own code of another task (whatever that code holds:
+three functions calling each other in a circle once earned, each, what the
+others did; corpus entry `calls_its_siblings_in_a_circle`). A learner's own
+helper functions are theirs to share between tasks.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from autograder.export import stubs
 from autograder.grading.tasks import graded, reference_for
 from autograder.worker.loading import Implementation
 
-from .conftest import REPO, grade
+from .conftest import REPO, copy_of, grade
 
 GRADED = [t for t in registry.TASKS if not registry.task(t).runs_whole]
 
@@ -66,28 +69,46 @@ def _setup(task_id: str, module: str, learner: str) -> dict:
         "module": module,
         "owners": sorted(regions.owners_of(task_id)),
         "prerequisite_owners": list(graded(task_id).prerequisite_owners),
+        "sibling_owners": list(graded(task_id).sibling_owners),
         "learner": {module: [learner, f"{module}.py"]},
         "reference": reference_for(task_id),
     }
 
 
-def test_a_sibling_that_is_not_a_prerequisite_is_the_learners_own(monkeypatch):
+def test_a_sibling_that_is_not_a_prerequisite_is_a_stub_even_the_learners_own(monkeypatch):
     impl = Implementation(_setup("1.1", "derivatives", LEARNER_DERIVATIVES))
-    assert impl.derivatives.central_difference(None, 0) == "learner 1.2"
-    assert impl.derivatives.partial_derivative(None, [0], 0) == "learner 1.3"
+    assert impl.derivatives.forward_difference(None, 0) == "learner 1.1"
+    for sibling, args in (("central_difference", (None, 0)), ("partial_derivative", (None, [0], 0))):
+        with pytest.raises(NotImplementedError, match=r"task 1\.[23]"):
+            getattr(impl.derivatives, sibling)(*args)
     monkeypatch.setitem(registry.NEEDS, "1.1", ("1.2",))  # declared: the reference's, under the learner's code
     reference_for.cache_clear(), graded.cache_clear()
     try:
         impl = Implementation(_setup("1.1", "derivatives", LEARNER_DERIVATIVES))
         assert impl.derivatives.central_difference(lambda x: x * x, 3.0) == pytest.approx(6.0)
-        assert impl.derivatives.partial_derivative(None, [0], 0) == "learner 1.3"
+        with pytest.raises(NotImplementedError, match=r"task 1\.3"):
+            impl.derivatives.partial_derivative(None, [0], 0)
     finally:
         reference_for.cache_clear(), graded.cache_clear()
 
 
-def test_a_value_method_of_a_task_that_is_not_a_prerequisite_is_the_learners_own():
-    """Task 2.3 (`__add__`): `__init__` (2.1, named in NEEDS) is the reference's; lesson 8's `__truediv__` is the
-    learner's."""
+def test_a_circle_of_siblings_earns_each_task_only_what_its_own_code_does(tmp_path):
+    """Three functions of lesson 1 calling each other in a circle: each once passed the checks that the others' code
+    passed for it (the validation of h, written in 1.3's code alone, earned 1.1 and 1.2 their points too)."""
+    from .test_bad_submissions import CORPUS, _apply
+
+    submission = copy_of("solutions", tmp_path)
+    _apply(submission, next(bad for bad in CORPUS if bad.name == "calls_its_siblings_in_a_circle").edits)
+    run = grade(submission, "--lesson", "1", tmp_path=tmp_path)
+    earned = {t: score for t, (score, _) in run.score_by_task.items()}
+    passed = [c["nodeid"].rpartition("::")[2] for c in run.results["extra_data"]["results"] if c["status"] == "passed"]
+    assert earned == {"1.1": 0, "1.2": 0, "1.3": 1} and passed == ["test_partial_derivative_bad_step_or_index"], run
+    assert "must do without it" in run.output, run.output[-3000:]
+
+
+def test_a_value_method_of_a_task_that_is_not_a_prerequisite_is_a_stub_even_the_learners_own():
+    """Task 2.3 (`__add__`): `__init__` (2.1, named in NEEDS) is the reference's; lesson 8's `__truediv__` a stub,
+    whatever the learner wrote; a helper method of the learner's own is theirs."""
     learner = (
         (REPO / "solutions" / "engine.py")
         .read_text()
@@ -98,9 +119,13 @@ def test_a_value_method_of_a_task_that_is_not_a_prerequisite_is_the_learners_own
     )
     assert '"learner 8.4"' in learner
     learner = learner.replace("        self.data = data\n", "        self.data = -data\n", 1)  # 2.1, the learner's
+    helper = "    def _mine(self):\n        return 'a helper'\n\n"
+    learner = learner.replace("    def __repr__(self)", helper + "    def __repr__(self)")
     impl = Implementation(_setup("2.3", "engine", learner))
     a = impl.Value(2.0)
-    assert a / 2 == "learner 8.4"
+    with pytest.raises(NotImplementedError, match=r"task 8\.4"):
+        a / 2
+    assert a._mine() == "a helper"
     assert a.data == 2.0 and (a + 1).data == 3.0  # the reference's __init__ under the learner's __add__
 
 

@@ -44,6 +44,8 @@ class _Tracing:
     """A check's `learner` fixture that runs each scenario here, over the whole reference, and notes every code
     object of `solutions/` that runs (called from any thread: PyTorch may call a Function's backward elsewhere)."""
 
+    afresh = False  # as `grader.Learner`'s: the check on its own inputs, never a graded run's second look
+
     def __init__(self, task_id: str):
         self.task, self.grader, self.ran = task_id, _Answers(), set()  # a grader of its own: no check shares a run
 

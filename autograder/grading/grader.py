@@ -45,6 +45,7 @@ from autograder.grading.options import GradeOptions
 from autograder.grading.results import Results, Status, TestResult
 from autograder.grading.tasks import LESSONS, GradedTask, graded, reference_for, scenario_source
 from autograder.grading.verdicts import LOST, Fault, LearnerError, shown
+from autograder.kit import checks
 from autograder.worker import wire
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import ErrorKind, to_plain
@@ -118,6 +119,7 @@ class Grader:
         self.new_answers = False
         self.cache = caches.GradingCache(self.level, graded=self.fresh_seed is not None)
         self.shipping: dict | None = {} if ship else None  # `ship`: every answer this run computes
+        self.drawing = False  # a graded run's second look at a check: answers on drawn inputs are not worth keeping
         self.lesson_digest: str | None = None  # the grading tests as they were before any learner code ran
         self.saved_at = float("-inf")  # when the results file was last written (`plugin._save_progress`)
 
@@ -133,6 +135,8 @@ class Grader:
             shipped = shipped_answers() if self.shipping is None else {}
             if key in shipped:
                 return shipped[key]
+            if self.drawing:  # drawn for this submission alone
+                return to_plain(compute())
             known[key] = to_plain(compute())
             self.new_answers = True
         return known[key]
@@ -194,6 +198,7 @@ class Grader:
             learner=self.learner_sources(task.learner_files) if learner is None else learner,
             reference=None if whole else reference_for(task.id),
             scenarios={name: scenario_source(name) for name in task.lesson_modules},
+            sibling_owners=list(task.sibling_owners),
         )
 
     def start(self) -> None:
@@ -437,15 +442,26 @@ class Grader:
                 self.workers.stop(capstone)
 
     def check_prerequisites(self, task: GradedTask) -> None:
-        """A capstone runs once every task whose code it runs has passed in this same run."""
-        if not task.waits_for:
-            return
+        """A capstone runs once every task whose code it runs has passed in this same run, as far as it has run (a
+        graded run asks every hidden check last: `Settler.finish` then takes back what a capstone passed if one of
+        those tasks fails after all)."""
+        wait = self.waiting(task, so_far=True)
+        if wait is not None:
+            raise wait
+
+    def waiting(self, task: GradedTask, so_far: bool = False) -> LearnerError | None:
+        """What a capstone waits for: those of the tasks whose code it runs that this run grades and that have not
+        passed (`so_far`: in the checks of theirs that have run), as the error its calls raise; None if none."""
         # a task this run does not grade (`--lesson 12`) is taken as done: the capstone then finds its bugs itself
-        status = {t.task.id: t.status for t in self.results.tasks}
-        missing = [t for t in task.waits_for if t in status and status[t] != Status.PASSED]
-        if missing:
-            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise LearnerError(Fault.WAITS, {"task": missing[0], "more": more})
+        ran: dict[str, list[Status]] = {t: [] for t in self.results.selected}
+        for r in self.results.tests:
+            if r.task in ran and (r.settled or not so_far):
+                ran[r.task].append(r.status)
+        missing = [t for t in task.waits_for if t in ran and (not ran[t] or any(s != Status.PASSED for s in ran[t]))]
+        if not missing:
+            return None
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        return LearnerError(Fault.WAITS, {"task": missing[0], "more": more})
 
     def _call(self, request: dict, limit: float, task: GradedTask, load: bool = False) -> dict:
         try:
@@ -540,8 +556,11 @@ def installed_packages() -> list[str]:
 class Learner:
     """The `learner` fixture: runs scenarios over the learner's code for this test's task.
 
-    `fresh`: in a graded run, a visible check's draws (`fresh_inputs`): each call is asked again on them.
+    `fresh`: in a graded run, a visible check's draws (`fresh_inputs`): once the check passes, `judge_afresh` looks
+    at it again on inputs drawn from them.
     """
+
+    afresh = False  # a pass of a graded run's second look, on drawn inputs: each of its calls is asked anew
 
     def __init__(self, grader: Grader, task_id: str, fresh: random.Random | None = None):
         self.grader, self.task, self.fresh = grader, task_id, fresh
@@ -549,24 +568,90 @@ class Learner:
     def run(self, fn, *args, **kwargs):
         if not getattr(fn, SCENARIO_FLAG, False):
             raise TypeError(f"{fn.__name__} is not marked @scenario")
-        answer = self.grader.run(self.task, fn, args, kwargs)
-        if self.fresh is not None:
-            fresh_inputs.ask_again(self._ask, self._expect, fn, args, kwargs, answer, self.fresh)
-        return answer
+        return self.grader.run(self.task, fn, args, kwargs)
 
-    def _ask(self, fn, args: list, kwargs: dict):
-        return self.grader.run(self.task, fn, tuple(args), kwargs, planned=False)
+    def judge_afresh(self, check: Callable[[Learner], None]) -> None:
+        """A graded run's second look at a visible check that passed: `check(other)` runs its judgement with `other`
+        as its `learner`, once over the reference's answers on inputs drawn afresh (`ReferenceAfresh`), then over
+        the learner's on the same inputs (`LearnerAfresh`), with the judgement's helpers only recording what they
+        were given (`checks.judged`); the two records must agree (`fresh_inputs.compare`), and so must each call's
+        answers in their numbers (`fresh_inputs.numbers_alike`: what the judgement only reads a property of, a
+        trained model, say, must still be the reference's). Raises `CheckFailed` where they do not, what the
+        learner's code raised there, or `fresh_inputs.NothingDrawn`."""
+        if self.fresh is None:
+            return
+        reference = ReferenceAfresh(self.grader, self.task, self.fresh)
+        want, want_end = reference.judged(check)
+        if not any(d.drew for d in reference.draws):
+            raise fresh_inputs.NothingDrawn(self.task)
+        learner = LearnerAfresh(self.grader, self.task, reference.draws)
+        got, got_end = learner.judged(check)
+        if isinstance(got_end.raised, LearnerError):  # the learner's code failed there: that is the answer
+            raise got_end.raised
+        fresh_inputs.compare(want, want_end, got, got_end, reference.draws)
+        fresh_inputs.compare_answers(reference.answers, learner.answers, reference.draws, want)
 
-    @judging.paused()
-    def _expect(self, fn, args: list, kwargs: dict, page: bool):
+
+class ReferenceAfresh(Learner):
+    """A check's pass over the reference's answers on inputs drawn afresh: each call's draw is the first one the
+    reference answers (`fresh_inputs.draw`), kept in `draws` for the learner's pass."""
+
+    afresh = True
+
+    def __init__(self, grader: Grader, task_id: str, fresh: random.Random):
+        super().__init__(grader, task_id)
+        self.rng, self.draws, self.answers = fresh, [], []
+
+    def judged(self, check: Callable[[Learner], None]) -> tuple[list, fresh_inputs.Ending]:
+        """The records of the check's helpers as `check(self)` runs (`checks.judged`), and how it ended."""
+        self.grader.drawing, drawing = True, self.grader.drawing
         try:
-            if page:  # kept with the reference's answers, like a judgement's
-                return Reference(self.grader).run(fn, *args, **kwargs)
-            answered, answer = self.grader.drawn_by_worker(graded(self.task), fn, args, kwargs)
-            # drawn for this submission: not worth keeping
-            return answer if answered else to_plain(fn(ReferenceCode(), *args, **kwargs))
-        except Exception:  # noqa: BLE001 - the reference fails on these inputs too: they prove nothing
-            return None
+            with checks.judged() as records:
+                try:
+                    check(self)
+                    ending = fresh_inputs.Ending(None)
+                except Exception as exc:  # noqa: BLE001 - how a judgement ends is part of what it judged
+                    ending = fresh_inputs.Ending(exc)
+        finally:
+            self.grader.drawing = drawing
+        return records, ending
+
+    def run(self, fn, *args, **kwargs):
+        if not getattr(fn, SCENARIO_FLAG, False):
+            raise TypeError(f"{fn.__name__} is not marked @scenario")
+        checks.judged_call(fn.__name__)
+
+        @judging.paused()  # the reference's answer does not depend on the learner's: not the judgement's time
+        def answer(drawn_args: list, drawn_kwargs: dict):
+            try:
+                answered, got = self.grader.drawn_by_worker(graded(self.task), fn, drawn_args, drawn_kwargs)
+                return got if answered else to_plain(fn(ReferenceCode(), *drawn_args, **drawn_kwargs))
+            except Exception:  # noqa: BLE001 - the reference fails on these inputs too: they prove nothing
+                return None
+
+        drawn, got = fresh_inputs.draw(fn.__name__, list(args), kwargs, self.rng, answer)
+        self.draws.append(drawn)
+        self.answers.append(got if drawn.drew else Reference(self.grader).run(fn, *args, **kwargs))
+        return self.answers[-1]
+
+
+class LearnerAfresh(ReferenceAfresh):
+    """A check's pass over the learner's answers on the inputs the reference's pass drew (`draws`), in its order."""
+
+    def __init__(self, grader: Grader, task_id: str, draws: list[fresh_inputs.Draw]):
+        Learner.__init__(self, grader, task_id)
+        self.draws, self.answers = draws, []
+
+    def run(self, fn, *args, **kwargs):
+        if not getattr(fn, SCENARIO_FLAG, False):
+            raise TypeError(f"{fn.__name__} is not marked @scenario")
+        checks.judged_call(fn.__name__)
+        n = len(self.answers)
+        drawn = self.draws[n] if n < len(self.draws) else None
+        if drawn is None or drawn.name != fn.__name__ or drawn.args != list(args) or drawn.kwargs != kwargs:
+            raise fresh_inputs.Diverged()  # the learner's answers led the judgement to another call
+        self.answers.append(self.grader.run(self.task, fn, tuple(drawn.drawn_args), drawn.drawn_kwargs, planned=False))
+        return self.answers[-1]
 
 
 class ReferenceCode:

@@ -140,8 +140,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         config.stash[SETTLER].collected(item.nodeid)
     if drop:
         config.hook.pytest_deselected(items=drop)
-    # the checks whose workers wait for torch to import (seconds) run last: the others need not wait behind them
-    items[:] = sorted(keep, key=lambda item: bool(graded(task_marker(item)[0]).preload))
+    # a graded run asks every visible check before any hidden one: whatever learner code sees in a hidden check and
+    # passes on to another worker (through what no wall divides: the machine's CPU, its files' caches, at `user`
+    # the host's /proc), no visible check is left to show. Then the checks whose workers wait for torch to import
+    # (seconds) run last: the others need not wait behind them
+    graded_run = grader.fresh_seed is not None
+    items[:] = sorted(
+        keep,
+        key=lambda item: (
+            graded_run and item.get_closest_marker("hidden") is not None,
+            bool(graded(task_marker(item)[0]).preload),
+        ),
+    )
     grader.results.selected = sorted({r.task for r in grader.results.tests}, key=registry.sort_key)
 
 
@@ -173,7 +183,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    """The check's own verdict (a failure is asked of the reference too: void if the reference fails it here as
+    """The check's own verdict (in a graded run, a visible check that passes is looked at again on inputs drawn
+    afresh: `Learner.judge_afresh`; a failure is asked of the reference too: void if the reference fails it here as
     well), then its label (`Settler.settle`), which decides pytest's outcome: a check that passed passes, one that
     waits for another task or could not be graded is skipped (an editor draws it grey, not red), and only a check
     that went wrong on its own fails."""
@@ -184,19 +195,21 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     key = check_key(item.nodeid)
     ran = key not in settler.raw  # else graded quietly already: `pytest_pyfunc_call` did not run it again
+    learner = item.funcargs.get("learner")
     start = time.perf_counter()
     try:
         try:
             with judging.limit(grader.timeout):  # the judgement's own CPU time, here
                 yield
+            if ran and isinstance(learner, Learner):
+                learner.judge_afresh(lambda other: _run_with(item, other))
             exc = None
         except (pool.StartFailed, pytest.exit.Exception):
             raise
         except Exception as raised:  # noqa: BLE001 - what a check raises is its verdict
             exc = raised
         if ran:
-            learner = item.funcargs.get("learner")
-            again = lambda other: _run_with(item, other)  # noqa: E731
+            again = lambda other: _check(item, other)  # noqa: E731
             settler.conclude(result, exc, learner, again, item.name, time.perf_counter() - start)
         label = settler.settle(key)
     except pool.StartFailed as failed:  # nothing to grade with: stop, rather than fail every check
@@ -209,6 +222,13 @@ def pytest_runtest_call(item: pytest.Item):
     if label.status == Status.VOID or label.waits:
         raise pytest.skip.Exception(label.message, _use_item_location=True) from None
     raise settler.raised[key] or AssertionError(label.message)
+
+
+def _check(item: pytest.Item, learner: Learner) -> None:
+    """The check `item` with `learner` as its `learner` fixture, and in a graded run its second look on drawn inputs
+    (what the reference is asked again: `Grader.machine_fault`)."""
+    _run_with(item, learner)
+    learner.judge_afresh(lambda other: _run_with(item, other))
 
 
 def _run_with(item: pytest.Item, learner: Learner) -> None:
@@ -305,7 +325,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         grader.new_answers = False
         grader.asked.clear()
     grader.results.edition = not has_sources()
-    session.config.stash[SETTLER].finish()  # the quiet checks' labels, before anything reads or writes the results
+    session.config.stash[SETTLER].finish()  # the labels left to the end, before anything reads or writes the results
     grader.save_answers()
     grader.save_plans()
     grader.cache.forget_if_workers_could_write()

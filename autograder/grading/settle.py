@@ -12,7 +12,9 @@ settled: a run in which nothing goes wrong grades nothing more, and a bug costs 
 fails on its own.
 
 Each check's own verdict (before blame) is kept as it first ran (`raw`); blame is computed from those only, so the
-label of a check does not depend on which run asked: `--task`, `--lesson` and a full run settle it alike.
+label of a check does not depend on which run asked: `--task`, `--lesson` and a full run settle it alike. One
+label waits for the end of the run (`Settler.finish`): a graded run asks every hidden check last, so a capstone's
+check that passed may wait after all for a task it runs that then failed a hidden check.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ class Settler:
         too (`Grader.machine_fault`: void where the reference fails it here as well), and classified."""
         grader = self.grader
         raw = dataclasses.replace(result, status=Status.PASSED, message="", settled=True, seconds=round(seconds, 4))
-        if exc is not None:
+        if isinstance(exc, fresh_inputs.NothingDrawn):  # a graded run's visible check whose answers are all known
+            raw.status, raw.message = Status.VOID, verdicts.NOTHING_DRAWN  # counts for nothing
+        elif exc is not None:
             fault = None
             if isinstance(learner, Learner) and isinstance(exc, Exception):
                 fault = grader.machine_fault(learner, result.nodeid, exc, again)
@@ -152,14 +156,18 @@ class Settler:
             learner = Learner(grader, task_id, fresh)
             wanted = inspect.signature(fn).parameters
 
-            def again(other: Learner, fn=fn, wanted=wanted) -> None:
+            def check(other: Learner, fn=fn, wanted=wanted) -> None:
                 fixtures = {"learner": other, "reference": Reference(grader)}
-                fn(**{name: fixtures[name] for name in wanted})
+                with judging.limit(grader.timeout):  # the judgement's own CPU time, as in a check pytest runs
+                    fn(**{name: fixtures[name] for name in wanted})
+
+            def again(other: Learner, check=check) -> None:  # and, in a graded run, its second look on drawn inputs
+                check(other)
+                other.judge_afresh(check)
 
             start = time.perf_counter()
             try:
-                with judging.limit(grader.timeout):  # the judgement's own CPU time, as in a check pytest runs
-                    again(learner)
+                again(learner)
                 exc = None
             except pool.StartFailed:
                 raise
@@ -170,9 +178,24 @@ class Settler:
                 grader.results.quiet.append(dataclasses.replace(self.raw[key]))
 
     def finish(self) -> None:
-        """Label the quietly graded checks of the tasks the run did not select, from everything the run graded."""
-        if not self.grader.results.quiet:
-            return
-        verdict = blame.Blame(self.raw.values(), self.edition, done=True)  # a task the run did not grade passes
-        for check in self.grader.results.quiet:
-            blame.apply(check, verdict.label(check.nodeid))
+        """Once every check has run, label what could not be labelled as it ran, from everything the run graded.
+
+        - A capstone runs the learner's files whole once the tasks it runs have passed the checks asked so far
+          (`Grader.check_prerequisites`). A graded run asks every hidden check last, so a capstone's check may pass
+          before one of those tasks fails a hidden check: it then waits for that task after all, as it would have
+          had the task failed first (a bug is charged once, where it is; its pytest outcome, reported as it ran,
+          stays a pass).
+        - The quietly graded checks of the tasks the run did not select.
+        """
+        grader = self.grader
+        late = []
+        for check in grader.results.tests:  # by its label: a run whose grading tests changed under it passed none
+            wait = grader.waiting(graded(check.task)) if check.status == Status.PASSED else None
+            if wait is not None:
+                raw = self.raw[blame.check_key(check.nodeid)]  # a check passes only once concluded here
+                raw.status, raw.message, raw.waits_for, raw.cause = verdicts.classify(wait, check.task)
+                late.append(check)
+        if late or grader.results.quiet:
+            verdict = blame.Blame(self.raw.values(), self.edition, done=True)  # a task the run did not grade passes
+            for check in [*late, *grader.results.quiet]:
+                blame.apply(check, verdict.label(check.nodeid))

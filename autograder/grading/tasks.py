@@ -39,6 +39,7 @@ class GradedTask:
     module: str  # the learner file (stem) that holds its code; a capstone's first file
     owners: tuple[str, ...]  # the functions and methods of that file its code lives in
     prerequisite_owners: tuple[str, ...]  # those of that file holding a prerequisite's code: the reference's
+    sibling_owners: tuple[str, ...]  # those of that file holding another task's code, no prerequisite's: stubs
     learner_files: tuple[str, ...]  # what its worker loads of the learner's: its file, a capstone's files, or all
     lesson_modules: tuple[str, ...]  # its lesson's test modules: where its scenarios are
     preload: tuple[str, ...]  # what its worker finds imported: torch where the learner's code uses it (the data's)
@@ -58,11 +59,13 @@ def graded(task_id: str) -> GradedTask:
     needed = registry.prerequisites(task_id)
     tests = sorted(LESSONS.glob(f"test_{task.lesson:02d}_*.py"))
     under = {r.owner for r in all_regions() if r.module == module and needed & set(r.tasks)}
+    others = {r.owner for r in all_regions() if r.module == module and task_id not in r.tasks} - under
     return GradedTask(
         id=task_id,
         module=module,
         owners=tuple(sorted(owners_of(task_id))),
         prerequisite_owners=tuple(sorted(under - owners_of(task_id))),
+        sibling_owners=tuple(sorted(others - owners_of(task_id))),
         learner_files=files,
         lesson_modules=tuple(f"{LESSONS_PACKAGE}.{path.stem}" for path in tests),
         preload=task.preload,

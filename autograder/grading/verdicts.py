@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from autograder.course import registry
 from autograder.course.causes import cause as known_cause
-from autograder.course.regions import tasks_of_scope
+from autograder.course.regions import has_sources, owners_of, tasks_of_scope
 from autograder.grading.pool import Lost
 from autograder.grading.results import SKIPPED, Status
 from autograder.kit.checks import CheckFailed, WaitsFor
@@ -106,6 +106,11 @@ def _waits(other: str, why: str) -> Verdict:
 
 
 RUNS_THROUGH = ": this check runs through its code, which raised "
+# a visible check of a graded run none of whose calls had inputs to draw afresh (`fresh_inputs.NothingDrawn`)
+NOTHING_DRAWN = (
+    "not counted in this graded run: none of this check's calls had inputs to draw afresh, so its answers are "
+    "known ones"
+)
 
 
 def comes_back(message: str, other: str) -> str:
@@ -189,6 +194,14 @@ def _learner_status(fault: Fault, info: dict, output: str, task_id: str) -> Verd
                     Status.ERROR,
                     f"your code calls task {other}'s code ({registry.task(other).title}), from a later lesson: "
                     f"task {task_id} must do without it{at}",
+                )
+            sibling = not registry.task(task_id).runs_whole and not owners_of(other) & owners_of(task_id)
+            if sibling and other not in registry.prerequisites(task_id) and has_sources():
+                return Verdict(  # a stub in its worker, whatever the learner wrote for that task (`loading`)
+                    Status.ERROR,
+                    f"your code calls task {other}'s code ({registry.task(other).title}): a task is graded on its own "
+                    f"code, over the reference of the tasks it builds on only, so task {task_id} must do without it "
+                    f"(a helper function of yours may serve both){at}",
                 )
             return _waits(other, ", which this check runs through")
         return Verdict(Status.NOT_STARTED, "the stub still raises NotImplementedError")

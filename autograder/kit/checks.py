@@ -14,7 +14,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from autograder.course.causes import cause as known_cause
 
@@ -73,6 +73,54 @@ class WaitsFor(Exception):  # noqa: N818 - reads as what it says: the check wait
         self.task, self.reason = task_id, reason
 
 
+class Judged(NamedTuple):
+    """What one helper of a judgement was given, while a graded run looks again at a check (`judged`).
+
+    `kind` names the helper's rule: "close" (a number within `rel` or `abs_tol`), "equal", "expect" (a condition),
+    "raised" (an outcome raised the error asked for), "list" (a list of the length asked for), "graph" (the
+    data and grads of a graph, node by node), or "call" (no helper: the check asked its next scenario call).
+    `actual` is what the helper judged: the number, the value, the condition's truth, the list's length, the report.
+    """
+
+    kind: str
+    what: str
+    actual: Any
+    rel: float = 0.0
+    abs_tol: float = 0.0
+
+
+_judged: list[Judged] | None = None  # while a graded run looks again at a check: what its helpers were given
+
+
+@contextmanager
+def judged() -> Iterator[list[Judged]]:
+    """Within: each helper records what it was given, in order, and raises nothing (a failed expectation is only a
+    record). A graded run runs a visible check's judgement so on the reference's answers and on the learner's,
+    on inputs drawn afresh, and compares the records helper by helper (`grading.fresh_inputs.compare`): the
+    learner's answers are judged against the reference's by each helper's own rule."""
+    global _judged
+    saved, _judged = _judged, []
+    try:
+        yield _judged
+    finally:
+        _judged = saved
+
+
+def _record(kind: str, what: str, actual: Any, rel: float = 0.0, abs_tol: float = 0.0) -> bool:
+    """Record a helper's call where a graded run looks again (`judged`): True if it was recorded (and so decides
+    nothing now)."""
+    if _judged is None:
+        return False
+    _judged.append(Judged(kind, what, actual, rel, abs_tol))
+    return True
+
+
+def judged_call(name: str) -> None:
+    """Where a graded run looks again: the check asks its next scenario call, `name` (the records after it judge its
+    answer, and the answers of the calls before)."""
+    _record("call", name, sum(j.kind == "call" for j in _judged or ()))
+
+
 def _show(value: Any) -> str:
     if isinstance(value, dict) and "$type" in value:  # something the worker could not send as plain data
         return f"a {value['$type']}: {value.get('$repr', '')}"
@@ -99,6 +147,8 @@ def expect_close(
     cause: str = "",
 ) -> None:
     """Fail unless `actual` is a number within `rel` (relative) or `abs_tol` of `expected`."""
+    if _record("close", what, actual, rel, abs_tol):
+        return
     if not close(actual, expected, rel, abs_tol):
         if not _is_number(actual):
             kind = actual["$type"] if isinstance(actual, dict) and "$type" in actual else type(actual).__name__
@@ -115,6 +165,8 @@ def expect_equal(
     hint: str | None = None,
     cause: str = "",
 ) -> None:
+    if _record("equal", what, actual):
+        return
     if not (type(actual) is type(expected) or _is_number(actual) and _is_number(expected)) or actual != expected:
         raise CheckFailed(what, expected, actual, inputs, note, hint, cause)
 
@@ -129,12 +181,16 @@ def expect(
     hint: str | None = None,
     cause: str = "",
 ) -> None:
+    if _record("expect", what, bool(condition)):
+        return
     if not condition:
         raise CheckFailed(what, expected, actual, inputs, note, hint, cause)
 
 
 def expect_list(actual: Any, length: int, what: str, inputs: str | None = None) -> list:
     """`actual` if it is a list of exactly `length` answers: a judgement never pairs answers up with `zip` unchecked."""
+    if _record("list", what, len(actual) if type(actual) is list else None):
+        return actual
     if type(actual) is not list or len(actual) != length:
         shape = f"a list of {len(actual)}" if type(actual) is list else actual
         raise CheckFailed(what, f"a list of {length}", shape, inputs)
@@ -149,7 +205,8 @@ def finite_difference(fn: Callable[[float], float], x: float, h: float = 1e-6) -
 
 def expect_raised(outcome: dict, error: str, what: str, inputs: str | None = None) -> None:
     """Fail unless a scenario's `outcome(...)` says the call raised `error` (a type name) or a subclass of it."""
-    if outcome.get("raised") == error or error in outcome.get("kinds", ()):
+    raised = outcome.get("raised") == error or error in outcome.get("kinds", ())
+    if _record("raised", what, raised) or raised:
         return
     actual = (
         f"{outcome['raised']}: {outcome.get('message', '')}"
@@ -389,6 +446,8 @@ def expect_same_grads(
     feeds has the right grad, so the fault is in the local rule that feeds it,
     which the message spells out with the reference's numbers.
     """
+    if _record("graph", what, got_report, rel, abs_tol):
+        return
     why = _misaligned(got_report, want_report)
     if why:
         raise CheckFailed(
@@ -454,6 +513,9 @@ def grads_explained(
     message of a failure, and only when `expect_same_grads` finds the node
     (otherwise, as when the graphs do not line up, the block's own failure stands).
     """
+    if _judged is not None:  # a graded run's second look: the block's checks only record
+        yield
+        return
     try:
         yield
     except CheckFailed as failure:

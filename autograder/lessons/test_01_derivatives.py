@@ -54,9 +54,10 @@ def estimates(impl, name, spec, points):
 
 @scenario
 def bad_steps(impl, name, steps):
-    """`derivatives.<name>(f, 3.0, h=h)` for each h, each as an outcome: returned or raised."""
+    """`derivatives.<name>(f, 3.0, h=h)` for each h, each as an outcome (returned or raised) with the h it was
+    given: a graded run draws the steps afresh, and an answer must then be about those."""
     estimate, fn = getattr(impl.derivatives, name), function_of(impl, ["parabola"])
-    return [outcome(lambda h=h: estimate(fn, 3.0, h=h)) for h in steps]
+    return [{**outcome(lambda h=h: estimate(fn, 3.0, h=h)), "h": h} for h in steps]
 
 
 @scenario
@@ -71,9 +72,11 @@ def partials(impl, spec, args, indices, kwargs, as_tuple=False, fresh=False):
 
 @scenario
 def partial_attempts(impl, cases):
-    """`partial_derivative(d, [2.0, -3.0, 10.0], i, **kwargs)` for each `[i, kwargs]`, each as an outcome."""
+    """`partial_derivative(d, [2.0, -3.0, 10.0], i, **kwargs)` for each `[i, kwargs]`, each as an outcome with the i
+    and h it was given (a graded run draws them afresh)."""
     pd, fn = impl.derivatives.partial_derivative, function_of(impl, ["abc"])
-    return [outcome(lambda i=i, kw=kw: pd(fn, [2.0, -3.0, 10.0], i, **kw)) for i, kw in cases]
+    tries = [outcome(lambda i=i, kw=kw: pd(fn, [2.0, -3.0, 10.0], i, **kw)) for i, kw in cases]
+    return [{**tried, "i": i, "h": kw.get("h")} for tried, (i, kw) in zip(tries, cases, strict=True)]
 
 
 @scenario

@@ -70,6 +70,7 @@ def trace_report(impl, spec, root):
     }
     if report["nodes_are_set"]:
         report["nodes"] = sorted(name(v) for v in found)
+        report["data"] = sorted(v.data for v in found if id(v) in names)  # a graded run draws them afresh
     if report["edges_are_set"]:
         report["edges"] = sorted(
             f"{name(e[0])} -> {name(e[1])}"
@@ -95,6 +96,7 @@ def draw_report(impl, spec, root, grads=None, swept=None):
         "type": type_name(dot),
         "is_digraph": isinstance(dot, Digraph),
         "names": {str(id(v)): label for label, v in nodes.items()},
+        "data": sorted(v.data for v in nodes.values()),  # what was drawn (a graded run draws it afresh)
     }
     if report["is_digraph"]:
         report["source"] = dot.source

@@ -258,12 +258,13 @@ def test_seed_is_one(learner):
     "6.1", points=1, hint="A leaf is its own whole graph: backward() on it still seeds its grad with 1.0."
 )
 def test_lone_leaf(learner):
-    """backward() on a leaf sets its grad to 1.0"""
-    edges = {"a": []}
-    inputs = "a = Value(0.0), a leaf with no children"
-    got = learner.run(weighted_graph_backward, _spec(edges), "a")
+    """backward() on a leaf sets its grad to 1.0, and leaves alone a node that uses it"""
+    edges = {"a": [], "b": ["a"]}
+    inputs = "a = Value(0.0), a leaf with no children; b uses a, with b.grad = 2.5 first; a.backward() is called"
+    got = learner.run(weighted_graph_backward, _spec(edges), "a", preset={"b": 2.5})
     expect_equal(got["grads"]["a"], 1.0, "a.grad after a.backward()", inputs)
     _check_calls(got, edges, "a", inputs)
+    expect_equal(got["grads"]["b"], 2.5, "b.grad after a.backward()", inputs, note="a.backward() walks down from a")
 
 
 @pytest.mark.task(

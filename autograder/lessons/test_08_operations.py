@@ -81,9 +81,10 @@ def expressions(impl, cases):
 
 @scenario
 def refused(impl, text, x):
-    """What evaluating `text` (a ** something) did, with a = Value(x): returned, or raised which error."""
+    """What evaluating `text` (a ** something) did, with a = Value(x): returned, or raised which error; and x (a
+    graded run draws it afresh)."""
     a = impl.Value(x)
-    return outcome(lambda: eval(text, {"__builtins__": {}, "Value": impl.Value}, {"a": a}))
+    return {**outcome(lambda: eval(text, {"__builtins__": {}, "Value": impl.Value}, {"a": a})), "x": x}
 
 
 @scenario

@@ -51,9 +51,16 @@ def output_report(impl, out):
 
 
 @scenario
-def module_parameters(impl):
-    params = impl.nn.Module().parameters()
-    return {"type": type_name(params), "value": params}
+def module_parameters(impl, times):
+    """`Module().parameters()`, asked `times` times of one bare Module."""
+    module = impl.nn.Module()
+    asked = [module.parameters() for _ in range(times)]
+    return {
+        "type": type_name(asked[0]),
+        "value": asked[0],
+        "each": [type_name(a) for a in asked],
+        "lengths": [len(a) if isinstance(a, list) else None for a in asked],
+    }
 
 
 @scenario
@@ -294,11 +301,12 @@ def _compare_with_twin(got, ref, what, inputs):
 
 @pytest.mark.task("10.1", points=1, hint="Module.parameters() returns [] (a list): a bare Module has no parameters.")
 def test_bare_module_has_no_parameters(learner):
-    """Module().parameters() is an empty list"""
-    got = learner.run(module_parameters)
+    """Module().parameters() is an empty list, each time it is asked"""
+    got = learner.run(module_parameters, 2)
     if got["type"] != "list":
         raise CheckFailed("Module().parameters()", [], got["value"], note=f"parameters() returned a {got['type']}")
     expect_equal(got["value"], [], "Module().parameters()")
+    expect_equal(got["lengths"], [0, 0], "the lengths of Module().parameters(), asked twice of one Module")
 
 
 @pytest.mark.task(
@@ -494,10 +502,10 @@ def test_layer_shape_and_parameters(learner):
 @pytest.mark.task("10.3", points=1, hint="Return outs[0] when the layer has a single neuron, the list otherwise.")
 def test_layer_single_output_is_a_value(learner):
     """Layer(n, 1) returns one Value; Layer(n, 2) returns a list of 2 Values"""
-    x = [0.5, -1.0]
-    one = learner.run(layer_outputs, 2, 1, {}, [], x)
+    x, weights = [0.5, -1.0], [[[0.5, -0.25], 0.1], [[-1.0, 0.75], 0.0]]
+    one = learner.run(layer_outputs, 2, 1, {}, weights[:1], x)
     expect(one["is_value"], "type of Layer(2, 1)(x)", "Value", one["type"], f"x = {x}")
-    two = learner.run(layer_outputs, 2, 2, {}, [], x)
+    two = learner.run(layer_outputs, 2, 2, {}, weights, x)
     shown = f"a {two['type']}" + (f" of {len(two['data'])}: {two['data']}" if two["is_list"] else "")
     expect(
         two["is_list"] and len(two["data"]) == 2 and two["all_values"],

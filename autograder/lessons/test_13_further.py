@@ -56,7 +56,8 @@ def unaries(impl, cases):
 
 @scenario
 def log_refusal(impl, x):
-    return outcome(lambda: data_of(impl.further.log(impl.Value(x))))
+    """`log(Value(x))` as an outcome, with x (a graded run draws it afresh)."""
+    return {**outcome(lambda: data_of(impl.further.log(impl.Value(x)))), "x": x}
 
 
 @scenario

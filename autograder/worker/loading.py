@@ -9,12 +9,16 @@ reference finds nothing for this task or any other. Here they become modules:
 - the learner's file for the task is executed in a private package whose
   sibling modules are the reference ones (the learner's `nn.py` imports the
   reference `Value`), then its top-level functions and classes that belong to
-  prerequisites are swapped for the reference's;
+  prerequisites are swapped for the reference's, and the functions and methods
+  that hold another task's code (a sibling's) for the reference's stubs: the
+  task's code reaches no other task's code, the learner's own included (the
+  learner's helpers are theirs to share);
 - `hybrid_value` makes a `Value` class whose prerequisite methods are the
-  reference's and every other method the learner's, so that `__pow__`'s checks
-  do not depend on the learner's `__add__` (an earlier lesson's), while
-  `__sub__` cannot call the reference's `__truediv__` (a task of its own lesson
-  that it does not need).
+  reference's, whose siblings' methods are stubs, and whose every other method
+  (the task's own, the learner's helpers) is the learner's, so that `__pow__`'s
+  checks do not depend on the learner's `__add__` (an earlier lesson's), while
+  `__sub__` cannot call `__truediv__` (a task of its own lesson that it does
+  not need), neither the reference's nor the learner's.
 
 A student edition ships no reference: there the learner's own files stand in
 for it. This module imports nothing of the grader's: it runs next to learner code.
@@ -146,15 +150,16 @@ def hybrid_value(
     learner_engine: types.ModuleType,
     methods: frozenset[str],
     prerequisites: frozenset[str] = frozenset(),
+    siblings: frozenset[str] = frozenset(),
 ) -> type:
-    """The reference `Value` for the `prerequisites` methods alone, the learner's for the rest.
+    """The reference `Value` for the `prerequisites` methods and the `siblings` (its stubs), the learner's for the rest.
 
     `methods` (the task's own) must be the learner's; any other method the
-    learner wrote, helpers included, is theirs too, so the task's code never
-    reaches the reference of a task that is not a prerequisite (the reference
-    sent holds that code as a stub anyway). Every function, the learner's and
-    the reference's, sees this hybrid class under the global name `Value`, so
-    the Values it creates are hybrids too.
+    learner wrote that holds no other task's code (a helper, a method the course
+    gives) is theirs too, so the task's code never reaches another task's: the
+    reference sent holds a sibling's code as a stub, and the learner's is not
+    taken. Every function, the learner's and the reference's, sees this hybrid
+    class under the global name `Value`, so the Values it creates are hybrids too.
     """
     ref_cls, learner_cls = ref_module.Value, getattr(learner_engine, "Value", None)
     if not isinstance(learner_cls, type):
@@ -172,7 +177,7 @@ def hybrid_value(
     code = (types.FunctionType, staticmethod, classmethod, property)
     for name, attr in vars(learner_cls).items():
         helper = not name.startswith("__") and name not in vars(ref_cls)
-        theirs = isinstance(vars(ref_cls).get(name), code) and name not in prerequisites
+        theirs = isinstance(vars(ref_cls).get(name), code) and name not in prerequisites and name not in siblings
         if name in methods or helper or theirs:
             setattr(hybrid, name, _rebind(attr, learner_ns))
     hybrid.__module__ = learner_engine.__name__
@@ -193,6 +198,7 @@ class Implementation:
         self.module_name = setup["module"]
         self.owners = frozenset(setup["owners"])
         self.under = frozenset(setup["prerequisite_owners"])  # the reference's, under the task's own code
+        self.siblings = frozenset(setup.get("sibling_owners", ()))  # other tasks' code: the reference's stubs
         learner = {name: (src, filename) for name, (src, filename) in setup["learner"].items()}
         self.learner_files = {filename for _, filename in learner.values()}
         serial = next(_counter)
@@ -218,6 +224,14 @@ class Implementation:
             for owner in {o.split(".")[0] for o in self.under} - {o.split(".")[0] for o in self.owners}:
                 if hasattr(ref, owner):
                     setattr(mod, owner, getattr(ref, owner))
+            for owner in sorted(self.siblings):  # another task's code, the learner's too: the reference's stub
+                top, _, method = owner.partition(".")
+                if not hasattr(ref, top):
+                    continue
+                if not method:
+                    setattr(mod, top, getattr(ref, top))
+                elif isinstance(getattr(mod, top, None), type) and getattr(mod, top) is not getattr(ref, top):
+                    setattr(getattr(mod, top), method, vars(getattr(ref, top))[method])
             self._swapped = True
         return mod
 
@@ -229,9 +243,12 @@ class Implementation:
             elif self.module_name != "engine":
                 self._value = self._reference.module("engine").Value
             else:
-                methods = frozenset(o.split(".", 1)[1] for o in self.owners if o.startswith("Value."))
-                under = frozenset(o.split(".", 1)[1] for o in self.under if o.startswith("Value."))
-                self._value = hybrid_value(self._reference.module("engine"), self.module("engine"), methods, under)
+                methods, under, siblings = (
+                    frozenset(o.split(".", 1)[1] for o in owners if o.startswith("Value."))
+                    for owners in (self.owners, self.under, self.siblings)
+                )
+                engine = self._reference.module("engine")
+                self._value = hybrid_value(engine, self.module("engine"), methods, under, siblings)
         return self._value
 
     def __getattr__(self, name: str) -> types.ModuleType:

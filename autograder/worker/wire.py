@@ -166,14 +166,28 @@ def error(kind: ErrorKind, message: str = "", **fields: Any) -> dict:
     return {"kind": str(kind), "message": message, **plain}
 
 
-def setup(task: str, module: str, owners: list, prerequisite_owners: list, learner: dict, reference, scenarios: dict):
-    """The first request to a task's worker: the sources it holds (the learner's, the reference's) and scenarios."""
+def setup(
+    task: str,
+    module: str,
+    owners: list,
+    prerequisite_owners: list,
+    learner: dict,
+    reference,
+    scenarios: dict,
+    sibling_owners: list = (),
+):
+    """The first request to a task's worker: the sources it holds (the learner's, the reference's) and scenarios.
+
+    `owners`: the functions and methods of the task's file that hold its code, the learner's; `prerequisite_owners`:
+    those that hold a prerequisite's, the reference's; `sibling_owners`: those that hold another task's, stubs.
+    """
     return {
         "op": "setup",
         "task": task,
         "module": module,
         "owners": owners,
         "prerequisite_owners": prerequisite_owners,
+        "sibling_owners": list(sibling_owners),
         "learner": learner,
         "reference": reference,
         "scenarios": scenarios,
