@@ -927,8 +927,8 @@ COLOURS = r"""
 # - the page scrolls sideways, or a figure leaves the text column;
 # - a formula (any <math>) is cut: outside the column with nothing to scroll it into view, or inside a
 #   scroll box it cannot be scrolled to, or in a box that scrolls without the shade that says so;
-# - a text colour below 4.5:1 on what is behind it: the neuron playground's grads, the graphs' op
-#   outlines and node text, the "output" label, lesson 12's points on their region;
+# - a text colour below 4.5:1 on what is behind it: the neuron playground's text on its records and ops, the
+#   graphs' op outlines and node text, the "output" label, lesson 12's points on their region;
 # - on a desktop, a graph drawn below 0.7 of its size (pagekit keeps them readable).
 LAYOUT = (
     r"""(aa) => {
@@ -985,11 +985,14 @@ LAYOUT = (
     }
   }
 
-  // the neuron playground's grads on their record
-  for (const grad of document.querySelectorAll(".bp-neuron .bp-np-grad")) {
-    const record = grad.closest("g").querySelector(".bp-neuron-record");
-    check(`playground grad ${grad.textContent} (${grad.dataset.sign})`, paint(grad, "fill")
-        , over(paint(record, "fill"), background(record.closest("svg"))));
+  // the neuron playground's text on what it is drawn on: names, keys, values and grads on their record, ops on
+  // their ellipse
+  for (const text of document.querySelectorAll(".bp-neuron-node :is(text, tspan)")) {
+    if (![...text.childNodes].some((n) => n.nodeType === 3 && n.data.trim())) continue;
+    const shape = text.closest("g").querySelector(text.matches(".bp-neuron-optext") ? ".bp-neuron-op"
+        : ".bp-neuron-record");
+    const what = text.dataset.sign ? `grad (${text.dataset.sign})` : text.textContent.trim();
+    check(`playground ${what}`, paint(text, "fill"), over(paint(shape, "fill"), background(shape.closest("svg"))));
   }
   for (const op of document.querySelectorAll(".bp-neuron .bp-neuron-op"))
       check("playground op outline", paint(op, "stroke"), background(op.closest("svg")));
