@@ -1,22 +1,16 @@
 """The course's command line: `python -m autograder COMMAND`.
 
-- `build [--check]` regenerates (or checks) every generated file: stubs, notebooks, task lists, workflow template;
-- `grade [--impl DIR]` grades with the one runner and prints the scorecard (what batch and Gradescope run);
-- `watch [--lesson N]` re-grades the tasks of each file you save and shows your progress;
-- `sync [--check] [--force]` regenerates `exercises/` from `solutions/` (part of `build`);
-- `hint L.N` prints a task's hints, one more level on each call (`--all`: every level; `--reset`: from level 1),
-  after the hint of the check that failed in the last run of that task's code, if one did (`grading/lastrun.py`);
-  `tasks` lists every task with its page and grading command;
-- `reset L.N` (or `--lesson N`) puts a task's stub back in your file, and saves your version beside it first;
-- `nbgrader-extensions off|on` hides nbgrader's Jupyter menus from learners (or shows them);
-- `notebooks [--check]` regenerates the learner notebooks of `exercises/notebooks/` (part of `build`);
-- `nbgrader --out DIR` writes an nbgrader course (master notebooks, nbgrader_config.py);
-- `batch SUBMISSIONS_DIR --out grades.csv` grades a whole class into a CSV gradebook;
-- `class-report RESULTS... --out report.html` writes what the class got wrong (and a CSV of the same table);
-- `gradescope --out autograder.zip` builds the Gradescope bundle (`gradescope-run` is what it runs);
-- `prairielearn --out COURSE` writes PrairieLearn's external grader (`prairielearn-run` is what it runs);
-- `classroom [--check]` writes the learners' GitHub Classroom workflow template (part of `build`);
-- `student-edition --out DIR` copies the course without solution sources and hidden checks.
+The commands are grouped by who types them (`READERS`, which `--help` lists section by section):
+
+- learners: `hint`, `watch`, `reset`, `tasks`, `doctor`, `grade` (the one runner, which batch runs for each
+  submission) and `nbgrader-extensions off|on`;
+- instructors: `export gradescope|prairielearn|nbgrader|student-edition|classroom`, `batch`, `class-report`,
+  and `run gradescope|prairielearn`, what an exported bundle runs in the platform's container;
+- maintainers: `dev build|sync|notebooks`, which regenerate what is made from the single source.
+
+The flat names the commands had before (`build`, `gradescope`, `gradescope-run`, `student-edition`...) still
+work, so that nothing written with them breaks (a bundle already on Gradescope, a script, an old page), but
+`--help` no longer lists them (`Command.old`).
 """
 
 from __future__ import annotations
@@ -27,6 +21,8 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.course import registry
@@ -45,7 +41,7 @@ def _sync(args: argparse.Namespace) -> int:
             print(diff)
         if diffs:
             print(
-                f"exercises/ is out of date with solutions/ ({len(diffs)} file(s)); run: python -m autograder sync",
+                f"exercises/ is out of date with solutions/ ({len(diffs)} file(s)); run: python -m autograder dev sync",
                 file=sys.stderr,
             )
             return 1
@@ -55,8 +51,12 @@ def _sync(args: argparse.Namespace) -> int:
     for name in written:
         print(f"wrote {args.into / name}")
     for name in refused:
+        path = args.into / name
+        if path.is_symlink() or not path.is_file():
+            print(f"kept {path}: not a regular file (a link?); sync writes only the folder's own", file=sys.stderr)
+            continue
         print(
-            f"kept {args.into / name}: it differs from what sync last wrote (your work?); "
+            f"kept {path}: it differs from what sync last wrote (your work?); "
             "use --force to replace it (a .bak copy is kept)",
             file=sys.stderr,
         )
@@ -205,7 +205,7 @@ def _notebooks(args: argparse.Namespace) -> int:
         for name in stale:
             print(f"{args.into / name} is out of date", file=sys.stderr)
         if stale:
-            print("run: python -m autograder notebooks", file=sys.stderr)
+            print("run: python -m autograder dev notebooks", file=sys.stderr)
             return 1
         print(f"{args.into}/ is up to date")
         return 0
@@ -220,7 +220,7 @@ def _notebooks(args: argparse.Namespace) -> int:
 def _nbgrader(args: argparse.Namespace) -> int:
     from autograder.export import notebooks
 
-    if _missing_instructor_packages("nbgrader", "nbgrader"):
+    if _missing_instructor_packages("export nbgrader", "nbgrader"):
         return 1
     written, kept = notebooks.write_nbgrader_course(args.out, args.lesson or None, force=args.force)
     for path in written:
@@ -315,7 +315,10 @@ def _prairielearn(args: argparse.Namespace) -> int:
 
     bundle = prairielearn.build_bundle(args.out)
     print(f"wrote {bundle}, {args.out / 'grading-image'} and {args.out / 'questions' / prairielearn.FOLDER}:")
-    print("build and push the grading image, then copy the two course folders into your course (README: PrairieLearn)")
+    print(
+        "build and push the grading image, then copy the two course folders into your course "
+        "(how: the site's Guides, For instructors, PrairieLearn; course/guides/instructors/prairielearn.md)"
+    )
     return 0
 
 
@@ -334,7 +337,7 @@ def _classroom(args: argparse.Namespace) -> int:
     current = classroom.TEMPLATE.read_text() if classroom.TEMPLATE.exists() else ""
     if args.check:
         if current != text:
-            print(f"{classroom.TEMPLATE} is out of date; run: python -m autograder build", file=sys.stderr)
+            print(f"{classroom.TEMPLATE} is out of date; run: python -m autograder dev build", file=sys.stderr)
             return 1
         print(f"{classroom.TEMPLATE} is up to date")
         return 0
@@ -357,11 +360,11 @@ def _build(args: argparse.Namespace) -> int:
     for name in refused:
         print(
             f"kept exercises/{name}: it differs from what build last wrote (your work?); "
-            "use `python -m autograder sync --force` to replace it (a .bak copy is kept)",
+            "use `python -m autograder dev sync --force` to replace it (a .bak copy is kept)",
             file=sys.stderr,
         )
     if args.check and changed:
-        print("generated files are out of date; run: python -m autograder build", file=sys.stderr)
+        print("generated files are out of date; run: python -m autograder dev build", file=sys.stderr)
         return 1
     if not changed:
         print("every generated file is up to date")
@@ -390,20 +393,22 @@ def _add_lesson_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("build", help="regenerate every generated file (stubs, notebooks, task lists, templates)")
+# ------------------------------------------------------------------ each command's arguments
+
+
+def _build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="only compare; exit 1 listing what is out of date")
-    p.set_defaults(run=_build)
-    p = commands.add_parser("sync", help="regenerate exercises/ from solutions/")
+
+
+def _sync_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="only compare; exit 1 with a diff if they disagree")
     p.add_argument("--force", action="store_true", help="also replace exercise files you changed (keeps a .bak)")
     p.add_argument(
         "--into", type=Path, default=EXERCISES, metavar="DIR", help="the folder to write (default: exercises/)"
     )
-    p.set_defaults(run=_sync)
-    p = commands.add_parser("hint", help="print a task's hints, one more level on each call")
+
+
+def _hint_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", metavar="L.N")
     p.add_argument("--all", action="store_true", help="show every level at once")
     p.add_argument("--reset", action="store_true", help="forget the levels seen: start again from level 1")
@@ -414,21 +419,22 @@ def make_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help=f"the folder you work in; it keeps {HINTS_SEEN} (default: exercises/)",
     )
-    p.set_defaults(run=_hint)
-    p = commands.add_parser("reset", help="start a task over: put its stub back (your version is saved beside it)")
+
+
+def _reset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", nargs="*", metavar="L.N", help="the task(s) to start over")
     p.add_argument("--lesson", action="append", type=int, default=[], metavar="N", help="every task of lesson N")
     p.add_argument(
         "--impl", type=Path, default=EXERCISES, metavar="DIR", help="the folder you work in (default: exercises/)"
     )
-    p.set_defaults(run=_reset)
-    p = commands.add_parser("nbgrader-extensions", help="nbgrader's Jupyter menus: off (learners), on (instructors)")
+
+
+def _nbgrader_extensions_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("state", choices=["off", "on"])
     p.add_argument("--user", action="store_true", help="in your user's Jupyter config, not the environment's")
-    p.set_defaults(run=_nbgrader_extensions)
-    p = commands.add_parser("tasks", help="list every task")
-    p.set_defaults(run=_tasks)
-    p = commands.add_parser("notebooks", help="regenerate the learner notebooks of exercises/notebooks/")
+
+
+def _notebooks_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="only compare; exit 1 if a notebook is out of date")
     p.add_argument(
         "--into",
@@ -437,21 +443,24 @@ def make_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the folder to write (default: exercises/notebooks/)",
     )
-    p.set_defaults(run=_notebooks)
-    p = commands.add_parser("nbgrader", help="write an nbgrader course: one master notebook per lesson")
+
+
+def _nbgrader_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="the course directory to write")
     _add_lesson_option(p)
     p.add_argument("--force", action="store_true", help="also replace an nbgrader_config.py you changed")
-    p.set_defaults(run=_nbgrader)
-    p = commands.add_parser("batch", help="grade a folder of submissions into a CSV gradebook")
+
+
+def _batch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR", help="one sub-folder per submission")
     p.add_argument("--out", type=Path, default=Path("grades.csv"), help="the CSV gradebook (default grades.csv)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     p.add_argument("--timeout", type=float, default=600, help="wall-time cap per submission, seconds (default 600)")
     options.add(p.add_argument, "memory_limit", "check_timeout", "isolation")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(run=_batch)
-    p = commands.add_parser("class-report", help="what the class got wrong: an HTML page and a CSV from results files")
+
+
+def _class_report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "results",
         type=Path,
@@ -463,33 +472,37 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path, default=None, help="the table as CSV (default: the page's name, .csv)")
     p.add_argument("--names", action="store_true", help="list who made each mistake (default: anonymous)")
     p.add_argument("--site", default="", metavar="URL", help="the course site's address, to link each section")
-    p.set_defaults(run=_class_report)
-    p = commands.add_parser("grade", help="grade a folder with the one runner (what batch and Gradescope run)")
+
+
+def _grade_args(p: argparse.ArgumentParser) -> None:
     options.add(p.add_argument)  # every option of a grading run: what a child grader is given (`command_line`)
-    p.set_defaults(run=_grade)
-    p = commands.add_parser("watch", help="grade, then re-grade each file you save (Ctrl-C to stop)")
+
+
+def _watch_args(p: argparse.ArgumentParser) -> None:
     options.add(p.add_argument, "impl", "lessons", "check_timeout")
     p.add_argument(
         "--poll", action="store_true", help="look at the files every half second (for drives that raise no file events)"
     )
-    p.set_defaults(run=_watch)
-    p = commands.add_parser("doctor", help="check what grading needs on this machine, and say how to fix what is not")
-    p.set_defaults(run=_doctor)
-    p = commands.add_parser("gradescope", help="build the Gradescope autograder bundle (a zip)")
+
+
+def _gradescope_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write (default autograder.zip)")
-    p.set_defaults(run=_gradescope)
-    p = commands.add_parser("gradescope-run", help="grade ROOT/submission into ROOT/results/results.json (the bundle)")
+
+
+def _gradescope_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's folder (default /autograder)")
     p.add_argument(
         "--deadline",
         type=float,
         help="seconds: stop then, and score what finished (default: 540, below Gradescope's default timeout, 600)",
     )
-    p.set_defaults(run=_gradescope_run)
-    p = commands.add_parser("prairielearn", help="write PrairieLearn's grader, grading image and example question")
+
+
+def _prairielearn_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("."), help="the course folder to write into (default .)")
-    p.set_defaults(run=_prairielearn)
-    p = commands.add_parser("prairielearn-run", help="grade ROOT/student into ROOT/results/results.json (the bundle)")
+
+
+def _prairielearn_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", type=Path, default=Path("/grade"), help="PrairieLearn's folder (default /grade)")
     p.add_argument(
         "--deadline",
@@ -497,13 +510,195 @@ def make_parser() -> argparse.ArgumentParser:
         help="seconds: stop then, and score what finished (default: 100, below the example question's timeout, "
         "120; keep it below the question's)",
     )
-    p.set_defaults(run=_prairielearn_run)
-    p = commands.add_parser("classroom", help="write the learners' Classroom workflow template (.github/classroom/)")
+
+
+def _classroom_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="only compare; exit 1 if the committed template is stale")
-    p.set_defaults(run=_classroom)
-    p = commands.add_parser("student-edition", help="copy the course for a class: no solution sources, no hidden tests")
+
+
+def _student_edition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="an empty folder to write")
-    p.set_defaults(run=_student_edition)
+
+
+def _no_args(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+# ------------------------------------------------------------------ the commands, grouped by who types them
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command as its reader types it (`hint`, `export gradescope`, `dev build`), and what it does.
+
+    `old` is the flat name it had before the commands were grouped by reader: still accepted, never listed."""
+
+    name: str
+    summary: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    old: str = ""
+
+
+READERS: dict[str, tuple[Command, ...]] = {
+    "learners": (
+        Command("hint", "print a task's hints, one more level on each call", _hint_args, _hint),
+        Command("watch", "grade, then re-grade each file you save (Ctrl-C to stop)", _watch_args, _watch),
+        Command("reset", "start a task over: put its stub back (your version is saved beside it)", _reset_args, _reset),
+        Command("tasks", "list every task, its page and the command that grades it", _no_args, _tasks),
+        Command(
+            "doctor", "check what grading needs on this machine, and say how to fix what is not", _no_args, _doctor
+        ),
+        Command("grade", "grade a folder and print the scorecard (what batch runs)", _grade_args, _grade),
+        Command(
+            "nbgrader-extensions",
+            "nbgrader's Jupyter menus: off (learners), on (instructors)",
+            _nbgrader_extensions_args,
+            _nbgrader_extensions,
+        ),
+    ),
+    "instructors": (
+        Command(
+            "export gradescope",
+            "build the Gradescope autograder bundle (a zip)",
+            _gradescope_args,
+            _gradescope,
+            old="gradescope",
+        ),
+        Command(
+            "export prairielearn",
+            "write PrairieLearn's grader, grading image and example question",
+            _prairielearn_args,
+            _prairielearn,
+            old="prairielearn",
+        ),
+        Command(
+            "export nbgrader",
+            "write an nbgrader course: one master notebook per lesson",
+            _nbgrader_args,
+            _nbgrader,
+            old="nbgrader",
+        ),
+        Command(
+            "export student-edition",
+            "copy the course for a class: no solution sources, no hidden checks",
+            _student_edition_args,
+            _student_edition,
+            old="student-edition",
+        ),
+        Command(
+            "export classroom",
+            "write the learners' GitHub Classroom workflow (.github/classroom/)",
+            _classroom_args,
+            _classroom,
+            old="classroom",
+        ),
+        Command("batch", "grade a folder of submissions into a CSV gradebook", _batch_args, _batch),
+        Command(
+            "class-report",
+            "what the class got wrong: an HTML page and a CSV from results files",
+            _class_report_args,
+            _class_report,
+        ),
+        Command(
+            "run gradescope",
+            "grade the submission in Gradescope's container (its bundle runs this)",
+            _gradescope_run_args,
+            _gradescope_run,
+            old="gradescope-run",
+        ),
+        Command(
+            "run prairielearn",
+            "grade the submission in PrairieLearn's container (its grader runs this)",
+            _prairielearn_run_args,
+            _prairielearn_run,
+            old="prairielearn-run",
+        ),
+    ),
+    "maintainers": (
+        Command(
+            "dev build",
+            "regenerate every generated file (`--check`: only compare, as CI does)",
+            _build_args,
+            _build,
+            old="build",
+        ),
+        Command("dev sync", "regenerate exercises/ from solutions/ (part of dev build)", _sync_args, _sync, old="sync"),
+        Command(
+            "dev notebooks",
+            "regenerate exercises/notebooks/ (part of dev build)",
+            _notebooks_args,
+            _notebooks,
+            old="notebooks",
+        ),
+    ),
+}
+
+GROUPS = {  # a command of two words is a verb of its group: (what the group's --help says, what its verb names)
+    "export": (
+        "write what a class runs elsewhere (Gradescope, PrairieLearn, nbgrader, an edition, Classroom)",
+        "TARGET",
+    ),
+    "run": ("grade one submission inside a platform's container: what an exported bundle runs", "PLATFORM"),
+    "dev": ("the maintainers' commands: regenerate what is made from the single source", "COMMAND"),
+}
+
+
+def commands() -> list[Command]:
+    """Every command, learners' first, then instructors', then maintainers'."""
+    return [command for group in READERS.values() for command in group]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a mistyped command is answered with the commands --help lists only."""
+
+    def _check_value(self, action, value):
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            shown = [name for name in action.choices if name in getattr(action, "listed", action.choices)]
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {', '.join(shown)})")
+        super()._check_value(action, value)
+
+
+def _listing() -> str:
+    """The commands as --help lists them, one section per reader (the old flat names are accepted, not listed)."""
+    width = max(len(c.name) for c in commands()) + 2
+    sections = ["Grading itself is `pytest autograder` (--lesson N, --task L.N). The course's other commands:"]
+    for reader, group in READERS.items():
+        lines = [f"for {reader}:"] + [f"  {c.name:<{width}}{c.summary}" for c in group]
+        sections.append("\n".join(lines))
+    sections.append("`python -m autograder COMMAND --help` shows a command's options.")
+    return "\n\n".join(sections)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m autograder",
+        usage="%(prog)s COMMAND [options]",
+        description=__doc__.splitlines()[0] + "\n\n" + _listing(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS, prog=parser.prog
+    )
+    top.listed = []
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for command in commands():
+        group, _, verb = command.name.rpartition(" ")
+        if group and group not in groups:
+            about, metavar = GROUPS[group]
+            sub = top.add_parser(group, description=about)
+            groups[group] = sub.add_subparsers(dest="verb", required=True, metavar=metavar, prog=sub.prog)
+            groups[group].listed = []
+            top.listed.append(group)
+        into = groups[group] if group else top
+        p = into.add_parser(verb, help=command.summary, description=command.summary)
+        into.listed.append(verb)
+        command.arguments(p)
+        p.set_defaults(run=command.run)
+        if command.old:  # the name it had before: works as ever, listed nowhere
+            p = top.add_parser(command.old, description=f"{command.summary} (now: `{command.name}`)")
+            command.arguments(p)
+            p.set_defaults(run=command.run)
     return parser
 
 

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +33,18 @@ class GradingRun:
 
 
 def grade(
-    impl: str | Path, *args: str, tmp_path: Path, env: dict | None = None, python: str = sys.executable, cwd=REPO
+    impl: str | Path,
+    *args: str,
+    tmp_path: Path,
+    env: dict | None = None,
+    python: str = sys.executable,
+    cwd=REPO,
+    timeout: float = 600,
 ) -> GradingRun:
     """Run `pytest autograder --impl IMPL --results-json ...` in a subprocess, from the repository root.
 
-    `env` adds to the environment (a simulated platform's PYTHONPATH); `python` is another interpreter.
+    `env` adds to the environment (a simulated platform's PYTHONPATH); `python` is another interpreter; `timeout`:
+    the seconds the run may take before the test fails.
     """
     results = tmp_path / f"results-{len(list(tmp_path.glob('results-*.json')))}.json"
     proc = subprocess.run(
@@ -44,12 +52,23 @@ def grade(
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
     )
     output = proc.stdout + proc.stderr
     assert results.exists(), f"the grader wrote no results (exit {proc.returncode}):\n{output[-3000:]}"
     return GradingRun(proc.returncode, output, json.loads(results.read_text()))
+
+
+def level_here(level: str) -> str:
+    """`level`, if this machine gives it; else the test is skipped, saying why (`--isolation processes` as root
+    needs a Python that the workers' own users can reach: not one under a closed /root)."""
+    from autograder.grading import isolation
+
+    why = isolation.why_not(level)
+    if why:
+        pytest.skip(f"--isolation {level} is not possible here: {why}")
+    return level
 
 
 def copy_of(folder: str, tmp_path: Path, name: str = "submission") -> Path:
@@ -172,3 +191,53 @@ def pip_environment() -> dict:
 def autograder_command(*args: str) -> None:
     """Run `python -m autograder ARGS` from the repository root, as a maintainer or instructor types it."""
     subprocess.run([sys.executable, "-m", "autograder", *args], cwd=REPO, check=True, capture_output=True)
+
+
+# --- a student edition, made once for the whole suite (`test_edition.py`, `test_regressions.py`) ---------------
+
+
+@pytest.fixture(scope="session")
+def edition(tmp_path_factory):
+    out = tmp_path_factory.mktemp("edition") / "course"
+    autograder_command("export", "student-edition", "--out", str(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def python(edition, tmp_path_factory) -> str:
+    """The Python of a virtual environment that holds the edition and its dependencies, never the full course.
+
+    The dependencies are this machine's, reached through a `.pth` line naming its site-packages: a folder on the
+    path, whose own `.pth` files (the full course's editable install among them) are not read.
+    """
+    venv = tmp_path_factory.mktemp("venv") / "edition"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "machine.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(edition)]
+    subprocess.run(install, check=True, capture_output=True)
+    kernel = [python, "-m", "ipykernel", "install", "--prefix", str(venv), "--name", "edition"]
+    subprocess.run(kernel, check=True, capture_output=True)
+    return python
+
+
+def in_edition(edition, *command: str, **kwargs) -> subprocess.CompletedProcess:
+    """Run a command inside the edition, in its own virtual environment (`command[0]` is its `python`)."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH", "PYTEST_ADDOPTS")},
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "JUPYTER_PATH": str(Path(command[0]).parent.parent / "share" / "jupyter"),  # the edition's kernel
+    }
+    return subprocess.run(command, cwd=edition, env=env, capture_output=True, text=True, timeout=900, **kwargs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the suite's longest tests (a dozen grading runs or more each): CI runs them; `pytest tests -m "not slow"` leaves
+    # them out of a quick pass
+    config.addinivalue_line("markers", "slow: a test that makes many grading runs (over a minute on a busy machine)")

@@ -3,7 +3,7 @@
 In a temporary copy of the repository the test adds task 1.4 (a second-order
 difference) exactly as the recipe says: its code in `solutions/`, its title
 and hints in the registry, its check in the lesson's grading tests, its
-heading on the page. `python -m autograder build` writes every generated
+heading on the page. `python -m autograder dev build` writes every generated
 file, `build --check` is then clean, and the grader grades the new task:
 full marks for the reference, "not started" for the fresh stub.
 """
@@ -88,11 +88,11 @@ def test_a_new_task_takes_four_files_and_one_build(tmp_path):
     def run(*args):
         return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=600)
 
-    stale = run("-m", "autograder", "build", "--check")
+    stale = run("-m", "autograder", "dev", "build", "--check")
     assert stale.returncode == 1 and "exercises/derivatives.py" in stale.stdout + stale.stderr
-    built = run("-m", "autograder", "build")
+    built = run("-m", "autograder", "dev", "build")
     assert built.returncode == 0, built.stdout + built.stderr
-    clean = run("-m", "autograder", "build", "--check")
+    clean = run("-m", "autograder", "dev", "build", "--check")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert 'raise NotImplementedError("task 1.4: second_difference")' in (root / "exercises/derivatives.py").read_text()
     assert "1.4 second_difference" in (root / "solutions/derivatives.py").read_text()  # the docstring's task list

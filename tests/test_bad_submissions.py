@@ -15,6 +15,7 @@ too, which promises exactly that the verdict cannot be forged.
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import os
 import shutil
@@ -30,13 +31,14 @@ from autograder.grading.isolation import best_level
 from autograder.grading.results import Results
 from autograder.worker import sandbox
 
-from .conftest import REPO, copy_of, grade
+from .conftest import REPO, copy_of, grade, level_here
 
 # the tasks that run engine.py: its own, and the capstone that runs it whole
 ENGINE_TASKS = frozenset(
     t for t in registry.TASKS if registry.task(t).lesson in (2, 5, 6, 7, 8) or "engine" in registry.task(t).runs_whole
 )
 AS_ROOT = best_level() == "sandbox"
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 @dataclass
@@ -746,7 +748,8 @@ def test_no_submission_changes_a_file_or_leaves_a_process(graded):
 
 @pytest.fixture(scope="module")
 def graded_without_root(tmp_path_factory) -> dict:
-    return _grade_corpus(tmp_path_factory.mktemp("corpus-processes"), VERDICT, "--isolation", "processes")
+    level = level_here("processes")
+    return _grade_corpus(tmp_path_factory.mktemp("corpus-processes"), VERDICT, "--isolation", level)
 
 
 @pytest.mark.parametrize("bad", VERDICT, ids=lambda bad: bad.name)
@@ -903,6 +906,27 @@ def test_a_worker_sees_no_secret_no_grader_and_leaves_nothing_in_shared_folders(
         assert not left, left
 
 
+def test_a_visible_check_that_waits_quotes_no_hidden_failure():
+    """A check that waits for a task quotes why that task fails, but never a hidden check's words: learner code
+    can put what it sees in a hidden check into its own exception, which the waiting check would show."""
+    from autograder.grading import scorecard
+    from autograder.grading.blame import blame_by_dependency
+    from autograder.grading.results import Results, TestResult
+
+    leak = "your code raised ValueError: HIDDEN-INPUT x=0.731"
+    tests = [
+        TestResult("a", "visible", "8.2", 2, "h", status="passed", message=""),
+        TestResult("b", "seeded powers", "8.2", 2, "h", hidden=True, status="error", message=leak),
+        TestResult("c", "the whole model", "12.5", 2, "h", status="error", message="your code raised KeyError"),
+    ]
+    results = Results("your submission", "", "user", tests=tests, selected=["8.2", "12.5"], platform="gradescope")
+    blame_by_dependency(results, edition=False)
+    assert results.tests[2].waits_for == "8.2", results.tests[2]
+    shown = [line for t in results.tasks for line in scorecard.task_report(t)]
+    shown += scorecard.text(results, hide_hidden=True).splitlines()
+    assert not [line for line in shown if "HIDDEN-INPUT" in line], shown
+
+
 def _has_memory_cgroup() -> bool:
     from autograder.grading import isolation
 
@@ -962,6 +986,30 @@ SYSCALL_PROBE = """        import ctypes, errno, os, socket
             "clone with a namespace": refused("clone", 0x20000000 | 17, 0, 0, 0, 0),
             "userfaultfd": refused("userfaultfd", 0),
         }
+        # what every worker shares and could signal through: locks on a file they all read (the interpreter's own
+        # library), a pty pair, a scheduling handle of their session, their names in /proc
+        shared = os.open(os.__file__, os.O_RDONLY)
+        lock = ctypes.create_string_buffer(64)  # struct flock, zeroed: a read lock on the whole file
+        said["flock"] = refused("flock", shared, 1 | 4)  # LOCK_SH | LOCK_NB
+        said["fcntl lock"] = refused("fcntl", shared, 6, ctypes.addressof(lock))  # F_SETLK
+        said["fcntl open file lock"] = refused("fcntl", shared, 37, ctypes.addressof(lock))  # F_OFD_SETLK
+        said["fcntl lock query"] = refused("fcntl", shared, 5, ctypes.addressof(lock))  # F_GETLK
+        try:
+            master = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+        except OSError:
+            said["unlockpt"] = "unknown"  # no pty to make at all
+        else:
+            unlock = ctypes.c_int(0)
+            said["unlockpt"] = refused("ioctl", master, 0x40045431, ctypes.addressof(unlock))  # TIOCSPTLCK
+        said["TIOCSTI with high bits"] = refused("ioctl", shared, (1 << 32) | 0x5412, 0)  # the kernel reads 32 bits
+        said["prctl set name"] = refused("prctl", 15, ctypes.addressof(ctypes.create_string_buffer(b"x")), 0, 0, 0)
+        said["prctl dumpable"] = refused("prctl", 4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: /proc/self/* its own
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write("19")
+            said["autogroup renice"] = "written"
+        except OSError:
+            said["autogroup renice"] = "EPERM"
         allowed = sorted((k, v) for k, v in said.items() if v not in ("EPERM", "unknown"))
         raise ValueError("syscalls: " + repr(allowed))"""
 
@@ -969,7 +1017,9 @@ SYSCALL_PROBE = """        import ctypes, errno, os, socket
 @pytest.mark.skipif(not AS_ROOT, reason="the system-call filter shuts in workers at the root levels only")
 @pytest.mark.parametrize("level", ["sandbox", "user"])
 def test_a_worker_can_make_only_the_system_calls_it_needs(level, tmp_path):
-    """An allowlist, not a denylist: each family a worker never needs is refused with EPERM, from inside a worker."""
+    """An allowlist, not a denylist: each family a worker never needs is refused with EPERM, from inside a worker;
+    so is each object workers could pass data through (locks on a file they all read, a pty pair, their session's
+    scheduling group, their names in /proc), and each call is matched on all 64 bits of its arguments."""
     import json
 
     from autograder.grading import isolation
@@ -1010,6 +1060,28 @@ def test_batch_trusts_no_folder_name(tmp_path):
     assert batching.finished(out) == set(names)  # a second run grades none of them again
 
 
+def test_batch_shows_a_folders_or_files_control_characters_escaped_in_its_progress_and_every_log(tmp_path):
+    """A submission folder named with terminal escape sequences (clear the screen, red, a bell), holding a file named
+    like that: the progress line, the batch's output, each grader's log and the gradebook's notes show them escaped;
+    the gradebook keeps the folder's name as it is, to find it again (a second run resumes)."""
+    name = "draws\x1b[2J\x1b[31mRED\x07"
+    submissions = tmp_path / "submissions"
+    folder = submissions / name
+    shutil.copytree(REPO / "exercises", folder, ignore=shutil.ignore_patterns("__pycache__", "notebooks"))
+    (folder / "x\x1b[2Jy.py").symlink_to(folder / "engine.py")  # not graded, and named in the row's note
+    out = tmp_path / "grades.csv"
+    command = [sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out), "--jobs", "1"]
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    log = (out.with_suffix(".results") / name / "grader.log").read_text()
+    with open(out, newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert "\\x1b[2J" in proc.stderr and "\\x1b[2J" in log and "\\x1b[2J" in row["note"], proc.stderr[-500:]
+    for text in (proc.stdout, proc.stderr, log, row["note"]):
+        assert "\x1b" not in text and "\x07" not in text
+    assert row["submission"] == name
+
+
 def test_hint_reads_and_writes_no_file_through_a_link(tmp_path):
     """`hint` on a handed-in folder: its `.hints-seen.json` is a link to a file outside it, which stays as it was."""
     folder = copy_of("exercises", tmp_path)
@@ -1027,6 +1099,40 @@ def test_hint_reads_and_writes_no_file_through_a_link(tmp_path):
     assert outside.read_text() == '{"1.1": 3}\n'  # neither read (level 3) nor written
     assert not (folder / ".hints-seen.json").is_symlink()
     assert "hint 2" in proc.stdout.lower() or "2/" in proc.stdout, proc.stdout
+
+
+def test_reset_and_sync_write_only_the_folders_own_files_never_through_a_link(tmp_path):
+    """`reset` and `sync --force` on a folder whose engine.py is a link to a file outside it (an instructor's, the
+    system's) refuse it and write nothing, not even a copy beside the link; a hard link to a file outside keeps
+    that file as it was (the folder's name is given a new file)."""
+    from autograder.course import regions as course
+
+    folder = copy_of("exercises", tmp_path)
+    solutions = REPO / "solutions" / "engine.py"
+    done = course.generate(solutions.read_text(), "engine", frozenset({"2.3"}), str(solutions))
+    outside = tmp_path / "instructors-engine.py"
+    outside.write_text(done)
+    engine = folder / "engine.py"
+    engine.unlink()
+    engine.symlink_to(outside)
+
+    def command(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "autograder", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+
+    refused = command("reset", "2.3", "--impl", str(folder))
+    assert refused.returncode == 1 and "symbolic link" in refused.stderr, refused.stdout + refused.stderr
+    forced = command("sync", "--into", str(folder), "--force")
+    assert "kept" in forced.stderr and "not a regular file" in forced.stderr, forced.stdout + forced.stderr
+    assert outside.read_text() == done and engine.is_symlink()
+    assert not list(folder.glob("*.bak")) and not list(tmp_path.glob("*.bak"))
+    engine.unlink()
+    os.link(outside, engine)  # one file, two names: the folder's, and one outside it
+    reset_done = command("reset", "2.3", "--impl", str(folder))
+    assert reset_done.returncode == 0, reset_done.stdout + reset_done.stderr
+    assert outside.read_text() == done, "reset wrote into a file outside the folder"
+    assert engine.read_text() != done and engine.stat().st_nlink == 1
 
 
 COPY_PROBE = """        import os, sys
@@ -1092,7 +1198,279 @@ def test_nothing_a_worker_starts_outlives_the_run(tmp_path):
     submission = copy_of("solutions", tmp_path)
     engine = submission / "engine.py"
     engine.write_text(engine.read_text().replace(REPR, DAEMON.replace("MARKER", repr(str(marker)))))
-    run = grade(submission, "--task", "2.2", "--isolation", "processes", tmp_path=tmp_path)
+    run = grade(submission, "--task", "2.2", "--isolation", level_here("processes"), tmp_path=tmp_path)
     assert run.results["extra_data"]["memory_limit"] == "cgroup", run.output[-2000:]
     time.sleep(6)
     assert not marker.exists(), "a daemon the worker started outlived the run"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="zygotes fork the workers on Linux only")
+def test_the_references_re_ask_shares_no_session_and_no_cgroup_with_the_learners_workers():
+    """A learner's worker can renice its session's scheduling group (Linux's autogroup) and fill its run's memory
+    cgroup. Were the reference's re-ask of a failed check forked from the same zygote, in the same session and
+    cgroup, the learner could starve it until it timed out: the failed check would be void, and the learner's
+    share of the points would rise. Its zygotes are its own, each in a session of its own, under a cgroup of its
+    own; nor is any zygote in the grader's session."""
+    from autograder.grading.grader import Grader
+    from autograder.grading.options import GradeOptions
+    from autograder.grading.tasks import graded
+
+    grader = Grader(GradeOptions(impl="solutions", tasks=("2.3",)))
+    grader.start()
+    try:
+        checker = grader.self_checker()
+        checker.prepare(graded("2.3"))
+        if grader.workers.start != "fork":
+            pytest.skip(f"this run's workers are not forked: {grader.workers.spawned_because}")
+        learners = [z.process.pid for z in grader.zygotes._zygotes.values()]
+        references = [z.process.pid for z in checker.zygotes._zygotes.values()]
+        assert learners and references and not set(learners) & set(references)
+        sessions = {os.getsid(pid) for pid in learners + references}
+        assert len(sessions) == len(learners + references) and os.getsid(0) not in sessions
+        if grader.workers.options["cgroup"]:
+            assert checker.workers.options["cgroup"] not in (None, grader.workers.options["cgroup"])
+    finally:
+        grader.stop_workers()
+    assert not (checker.workers or checker.zygotes._zygotes), "the re-ask's zygotes end with the run"
+
+
+def _ended_graders_cgroups() -> set[str]:
+    """The memory cgroups of graders whose process has ended: what a grader killed from outside left behind."""
+    from autograder.grading import isolation
+
+    left = set()
+    for base in isolation.memory_cgroup_bases():
+        for path in glob.glob(os.path.join(base, "autograder-*")):
+            match = isolation.CGROUP_NAME.fullmatch(os.path.basename(path))
+            if match and not os.path.exists(f"/proc/{match[1]}"):
+                left.add(path)
+    return left
+
+
+@pytest.mark.skipif(not AS_ROOT or not _has_memory_cgroup(), reason="needs root and a memory cgroup")
+def test_a_grader_killed_from_outside_leaves_no_process_and_no_cgroup(tmp_path):
+    """A grader stopped at its deadline (batch, a platform's run) or killed by anyone cannot clean up after itself:
+    its workers' cgroups, and whatever is still in them, are removed by whoever stopped it (batch), and otherwise by
+    the next grader that makes a memory cgroup beside them."""
+    import signal
+    import time
+
+    from autograder.grading import batch, isolation
+    from autograder.grading.options import GradeOptions
+
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, "        import time\n        time.sleep(3600)"))
+    before = _ended_graders_cgroups()
+    results = tmp_path / "results"
+    results.mkdir()
+    outcome = batch.grade_one(submission, results, 15, GradeOptions(tasks=("2.2",)))  # stopped at its deadline
+    assert outcome.status == "timed out", outcome
+    assert not _ended_graders_cgroups() - before
+
+    grader = subprocess.Popen(  # killed by someone else: nobody removes its cgroups until the next grader
+        [sys.executable, "-m", "autograder", "grade", f"--impl={submission}", "--task", "2.2"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    bases = isolation.memory_cgroup_bases()
+    while not any(glob.glob(os.path.join(base, f"autograder-{grader.pid}", "w*")) for base in bases):
+        assert time.monotonic() < deadline and grader.poll() is None, "the grader's workers never started"
+        time.sleep(0.1)
+    os.killpg(grader.pid, signal.SIGKILL)
+    grader.wait()
+    left = _ended_graders_cgroups() - before
+    assert any(f"autograder-{grader.pid}" in path for path in left), left
+    isolation.remove_cgroup(isolation.memory_cgroup())  # the next grader's first step
+    assert not _ended_graders_cgroups() - before
+
+
+# --- judgements over the learner's data: each under a limit, and text read in linear time ---------------------------
+
+# a line of a drawing's DOT text that backtracking patterns such as `^\s*(ID)\s*(\[.*\])?\s*;?\s*$` take days over
+HOSTILE_DOT_LINE = "\ta" + " " * 20_000 + "x"
+DRAWS_A_LONG_LINE = '    dot.body.append("\\ta" + " " * 20_000 + "x\\n")\n    return dot\n    ### END SOLUTION'
+
+# A plugin for the grader's run: task 3.2's judgements read DOT text with the backtracking patterns they once had,
+# standing for any judgement whose work an answer can blow up.
+BACKTRACKING_JUDGE = r"""
+import re
+
+ID = r'"(?:[^"\\]|\\.)*"|-?[\w.]+'
+EDGE = re.compile(rf"^\s*({ID})\s*->\s*({ID})\s*(?:\[(.*)\])?\s*;?\s*$")
+NODE = re.compile(rf"^\s*({ID})\s*(?:\[(.*)\])?\s*;?\s*$")
+ATTR = re.compile(rf"({ID})\s*=\s*({ID})")
+
+
+def unquote(text):
+    return text[1:-1].replace('\\"', '"') if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
+def parse_dot(source):
+    nodes, edges = {}, set()
+    for line in source.splitlines():
+        if match := EDGE.match(line):
+            tail, head = unquote(match[1]), unquote(match[2])
+            edges.add((tail, head))
+            nodes.setdefault(tail, {})
+            nodes.setdefault(head, {})
+        elif (match := NODE.match(line)) and unquote(match[1]) not in ("graph", "node", "edge", "digraph"):
+            attrs = nodes.setdefault(unquote(match[1]), {})
+            attrs.update((unquote(k), unquote(v)) for k, v in ATTR.findall(match[2] or ""))
+    return nodes, edges
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if hasattr(item.module, "parse_dot"):
+            item.module.parse_dot = parse_dot
+"""
+
+
+def test_a_judgement_past_its_time_limit_fails_its_check_and_the_run_goes_on(tmp_path):
+    """A judgement whose work the answer blows up (a backtracking pattern over a drawing's long line: days) is
+    stopped at its CPU limit, the check's: that check fails, saying so, and every other check is graded."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "backtracking_judge.py").write_text(BACKTRACKING_JUDGE)
+    submission = copy_of("solutions", tmp_path)
+    graph = submission / "graph.py"
+    graph.write_text(graph.read_text().replace("    return dot\n    ### END SOLUTION", DRAWS_A_LONG_LINE))
+    run = grade(
+        submission,
+        *("--task", "3.1", "--task", "3.2", "--check-timeout", "1", "-p", "backtracking_judge"),
+        tmp_path=tmp_path,
+        env={"PYTHONPATH": str(plugins)},
+        timeout=300,
+    )
+    assert run.status == {"3.1": "passed", "3.2": "failed"}, run.output[-3000:]
+    stopped = [c for c in run.results["extra_data"]["results"] if "stopped judging" in c["message"]]
+    assert stopped and all(c["status"] == "failed" for c in stopped), run.output[-3000:]
+    assert "after 1 s of its CPU time" in stopped[0]["message"]
+
+
+def test_the_text_of_a_drawing_is_read_in_time_proportional_to_it():
+    """Task 3.2's judgements read the learner's DOT text without a pattern that backtracks: the lines that took a
+    backtracking reader days (runs of spaces between tokens, quotes, attributes) take it milliseconds."""
+    lines = [
+        HOSTILE_DOT_LINE,
+        "\ta" + " " * 20_000 + "[" + " " * 20_000 + "x",
+        "\t" + '"' * 30_001,
+        "\ta [" + "x = y " * 5_000,
+        "\t" + "a -> " * 5_000,
+    ]
+    probe = (
+        "import sys, time\n"
+        "from autograder.lessons.test_03_graph import parse_dot\n"
+        "lines = sys.stdin.read().split('\\n')\n"
+        "start = time.process_time()\n"
+        "for line in lines:\n"
+        "    parse_dot('digraph {\\n' + line + '\\n}')\n"
+        "print(time.process_time() - start)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], input="\n".join(lines), cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 2.0, done.stdout
+
+
+def test_a_stack_a_stopped_worker_sends_is_read_whatever_its_numbers():
+    """The frames a worker past its deadline reports are its to write: a line number of 5,000 digits (past
+    Python's limit on converting one) is not a frame, and the others still are."""
+    from autograder.grading import pool
+
+    dump = b'  File "engine.py", line ' + b"9" * 5_000 + b' in f\n  File "engine.py", line 12 in __pow__\n'
+    assert pool.stack_of(dump) == [("engine.py", 12, "__pow__")]
+
+
+# --- `processes`: no learner code runs as root, and the CPU time of what a worker starts counts -----------------------
+
+WHO = """        import os
+        raise ValueError(f"euid {os.geteuid()} groups {os.getgroups()}")"""
+
+# a daemon that leaves the run's cgroup (its pid written into the root of each hierarchy), then outlives the run
+ESCAPES = """        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                for top in ("/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified"):
+                    try:
+                        with open(top + "/cgroup.procs", "w") as f:
+                            f.write(str(os.getpid()))
+                    except OSError:
+                        pass
+                time.sleep(4)
+                open(MARKER, "w").write("written after the run")
+            os._exit(0)
+        return f"Value(data={self.data})\""""
+
+# two children burning CPU side by side, waited for: the worker itself uses almost none
+BURNS_IN_CHILDREN = """        import os, time
+        children = []
+        for _ in range(2):
+            pid = os.fork()
+            if pid == 0:
+                start = time.process_time()
+                while time.process_time() - start < 4:
+                    pass
+                os._exit(0)
+            children.append(pid)
+        for pid in children:
+            os.waitpid(pid, 0)
+        return f"Value(data={self.data})\""""
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="as an ordinary user, workers run as that user")
+def test_at_processes_as_root_a_worker_is_a_user_of_its_own(tmp_path):
+    """As root, `--isolation processes` runs no learner code as root: each worker is a user of its own, with no
+    group (it could otherwise leave the run's cgroup, outlive the run, and write the caches the grader trusts)."""
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, WHO))
+    run = grade(submission, "--task", "2.2", "--isolation", level_here("processes"), tmp_path=tmp_path)
+    said = [c["message"] for c in run.results["extra_data"]["results"] if "euid" in c["message"]]
+    assert said and all(f"euid {os.geteuid()} " not in message for message in said), run.output[-2000:]
+    assert all("groups []" in message for message in said), said
+    uid = int(said[0].split("euid ")[1].split()[0])
+    assert uid >= sandbox.FIRST_SANDBOX_UID, said
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="as an ordinary user there is no cgroup of the run's")
+def test_at_processes_as_root_a_daemon_cannot_leave_the_runs_cgroup(tmp_path):
+    """A daemon a worker leaves behind, which moves itself out of the run's cgroup, is still ended with the run."""
+    import tempfile
+    import time
+
+    shared = Path(tempfile.mkdtemp(prefix="autograder-marker-"))  # a folder any user may write: the daemon's target
+    shared.chmod(0o1777)
+    marker = shared / "marker"
+    try:
+        submission = copy_of("solutions", tmp_path)
+        engine = submission / "engine.py"
+        engine.write_text(engine.read_text().replace(REPR, ESCAPES.replace("MARKER", repr(str(marker)))))
+        running = frozenset(_sandbox_processes())
+        run = grade(submission, "--task", "2.2", "--isolation", level_here("processes"), tmp_path=tmp_path)
+        assert run.results["extra_data"]["memory_limit"] == "cgroup", run.output[-2000:]
+        time.sleep(6)
+        assert not marker.exists(), "a daemon left the run's cgroup and outlived the run"
+        assert _sandbox_processes(running) == []
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a worker's children are counted on Linux")
+def test_at_processes_the_cpu_time_of_a_workers_children_counts(tmp_path):
+    """Two children burning 4 s of CPU each, side by side, inside a call of 3 s (2 s and the grace): the call is
+    stopped at its CPU limit, as if the worker had burnt it itself."""
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    engine.write_text(engine.read_text().replace(REPR, BURNS_IN_CHILDREN))
+    level = level_here("processes")
+    run = grade(submission, "--task", "2.2", "--isolation", level, "--check-timeout", "2", tmp_path=tmp_path)
+    assert run.status["2.2"] == "timed out", run.output[-3000:]
+    stopped = [c["message"] for c in run.results["extra_data"]["results"] if c["status"] == "timed out"]
+    assert any("stopped after the time limit" in message for message in stopped), stopped  # CPU, not the clock

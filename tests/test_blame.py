@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from autograder.course import registry
 from autograder.grading import scorecard
-from autograder.grading.blame import blame_by_dependency, dependency_order
+from autograder.grading.blame import Blame, blame_by_dependency, dependency_order
 from autograder.grading.results import Results
 from autograder.grading.results import TestResult as Check  # not a test class
 from autograder.grading.verdicts import RUNS_THROUGH
@@ -148,3 +148,60 @@ def test_a_task_never_waits_for_itself():
     card = scorecard.text(results)
     assert "waits for task 8.2 (" not in "\n".join(line for line in card.splitlines() if "8.2 " in line[:12])
     assert "Next: task 8.2 ·" in card
+
+
+# what some checks of lesson 8 run through (as `runs_through.json` records them): 8.2's power rule runs `**` alone,
+# its headline divides, and division runs `**` and `*`
+THROUGH = {
+    "t8.2-0": {"2.1"},
+    "t8.2-1": {"2.1", "5.3", "8.4"},
+    "t8.4-0": {"2.1", "5.3", "8.2"},
+    "t8.4-1": {"2.1", "5.3", "8.1", "8.2"},
+}
+LESSON_8 = ["2.1", "5.3", "8.1", "8.2", "8.4"]
+
+
+def ran(check: Check) -> frozenset[str]:
+    return frozenset(THROUGH.get(check.nodeid, {"2.1"}))
+
+
+def wrong(n: int) -> tuple[str, str]:
+    return ("failed", f"a.grad: expected 12.0, got {n}.0")
+
+
+def test_a_check_is_charged_to_what_it_runs_through_not_to_what_its_task_needs():
+    """A wrong power rule, in an edition: 8.4 loses every point (division runs `**`) and 8.2 half of them, yet 8.2's
+    power-rule check runs nothing but `**`: 8.2 fails on its own, its headline (which divides) is its own failure
+    too, and 8.4 waits for it. With the tasks' graph alone (8.2 and 8.4 need each other), 8.4 was red."""
+    results = run_of({"8.2": [wrong(1), wrong(2), ("passed", "")], "8.4": [wrong(3), wrong(4)]}, tasks=LESSON_8)
+    blame = Blame(results.tests, edition=True, ran=ran)
+    assert set(blame.broken) == {"8.2"} and "8.4" in blame.clean
+    assert [blame.label(f"t8.2-{n}").status for n in range(3)] == ["failed", "failed", "passed"]
+    assert {blame.label(f"t8.4-{n}").waits_for for n in range(2)} == {"8.2"}
+    assert (
+        blame.label("t8.4-0").message
+        == "waits for task 8.2 (Value.__pow__), which fails: a.grad: expected 12.0, got 1.0"
+    )
+
+
+def test_a_partial_run_needs_the_tasks_a_wrong_check_runs_through_and_then_settles_it():
+    """`--task 8.4`: its wrong check runs through 2.1, 5.3 and 8.2, which the run did not grade; `needs` names them
+    (to be graded quietly), and once they are known the check waits for the one that fails on its own."""
+    partial = run_of({"8.4": [wrong(3), ("passed", "")]}, tasks=["8.4"])
+    assert Blame(partial.tests, edition=True, ran=ran).needs("t8.4-0") == {"2.1", "5.3", "8.2"}
+    assert Blame(partial.tests, edition=True, ran=ran).needs("t8.4-1") == set()  # it passed: nothing to settle
+    # 8.2 known and failing, 2.1 not known yet: whether 8.2 fails on its own depends on 2.1 (and 5.3, before it)
+    half = run_of({"8.2": [wrong(1), wrong(2)], "8.4": [wrong(3), ("passed", "")]}, tasks=["8.2", "8.4"])
+    assert Blame(half.tests, edition=True, ran=ran).needs("t8.4-0") == {"2.1", "5.3"}
+    everything = run_of({"8.2": [wrong(1), wrong(2)], "8.4": [wrong(3), ("passed", "")]}, tasks=LESSON_8)
+    blame = Blame(everything.tests, edition=True, ran=ran)
+    assert blame.needs("t8.4-0") == set() and blame.label("t8.4-0").waits_for == "8.2"
+
+
+def test_tasks_that_explain_only_each_other_blame_the_most_broken():
+    """8.2 and 8.4 each fail only checks that run through the other: nothing else decides, so the one that lost the
+    larger share of its points fails on its own and the other waits for it."""
+    results = run_of({"8.2": [("passed", ""), wrong(2), ("passed", "")], "8.4": [wrong(3), wrong(4)]}, tasks=LESSON_8)
+    blame = Blame(results.tests, edition=True, ran=ran)
+    assert set(blame.broken) == {"8.4"}
+    assert blame.label("t8.2-1").waits_for == "8.4" and blame.label("t8.4-0").status == "failed"

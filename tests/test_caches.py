@@ -14,7 +14,7 @@ from autograder.grading import caches, grader, isolation
 from autograder.grading.grader import answers_digest, shipped_answers
 from autograder.worker.wire import PROCESSES
 
-from .conftest import REPO, copy_of, grade
+from .conftest import REPO, copy_of, grade, level_here
 
 ANSWERS = {"a scenario's key": 42}
 
@@ -99,6 +99,7 @@ def test_a_learner_poisoning_their_feedback_cache_fools_only_their_own_runs(tmp_
     best = isolation.best_level()
     if best == PROCESSES:
         pytest.skip("needs a stronger level than processes to compare with (root on Linux)")
+    level_here(PROCESSES)
     submission = copy_of("solutions", tmp_path)
     honest = grade(submission, "--task", "8.1", tmp_path=tmp_path)
     assert set(honest.status.values()) == {"passed"}, honest.output[-3000:]
@@ -162,13 +163,13 @@ def test_the_shipped_answers_are_used_as_they_are_and_only_when_they_are_these_s
 
 
 def test_the_shipped_answers_are_this_courses_and_spare_a_cold_run_pytorch(tmp_path):
-    """The committed file is up to date (`python -m autograder build` writes it), and with it a run that grades
+    """The committed file is up to date (`python -m autograder dev build` writes it), and with it a run that grades
     lesson 9 from nothing cached never imports PyTorch in the pytest process (its workers do)."""
-    assert not grader.shipped_answers_stale(), "run python -m autograder build"
+    assert not grader.shipped_answers_stale(), "run python -m autograder dev build"
     script = (
         "import sys; from autograder.grading import caches, runner;"  # a cache folder of its own: nothing in it
         "caches.GradingCache.__init__.__defaults__ = (False, caches.Path(sys.argv[1]));"
-        "results = runner.grade('solutions', lessons=(9,), isolation='processes');"
+        "results = runner.grade('solutions', lessons=(9,));"
         "print(results.score, results.max_score, 'torch' in sys.modules)"
     )
     out = subprocess.run(

@@ -22,7 +22,7 @@ def test_the_course_repository_does_not_run_the_learners_workflow():
 
 def test_the_committed_template_is_up_to_date():
     proc = subprocess.run(
-        [sys.executable, "-m", "autograder", "classroom", "--check"], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "autograder", "export", "classroom", "--check"], cwd=REPO, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -2,7 +2,7 @@
 
 A block that names `autograder`, and lesson 0's grader runs, depend on the grader's sources: those key this
 machine's cache only, so an edit of the grader that prints the same leaves the committed results alone, and
-`python -m autograder build` runs them again to see whether what they print changed.
+`python -m autograder dev build` runs them again to see whether what they print changed.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def test_a_grader_edit_keeps_the_committed_key_and_a_recording_build_runs_the_bl
     assert after.committed.used["page.md"][0]["key"] == recorded["key"]
 
     monkeypatch.setenv("COURSE_SITE_RECORD", str(tmp_path / "record.json"))
-    recording = runner("grader v2")  # `python -m autograder build`: this grader has not run the block yet
+    recording = runner("grader v2")  # `python -m autograder dev build`: this grader has not run the block yet
     recording.committed = committed
     assert recording.run(code) == "autograder 42\n" and recording.ran == 1
     again = runner("grader v2")  # and the next such build finds it in this machine's cache
@@ -60,7 +60,7 @@ def test_a_grader_edit_keeps_the_committed_key_and_a_recording_build_runs_the_bl
 
 
 def test_a_change_of_pool_py_alone_leaves_the_committed_results_clean(tmp_path):
-    """`python -m autograder build --check` in a copy of the course whose grading/pool.py gained a line."""
+    """`python -m autograder dev build --check` in a copy of the course whose grading/pool.py gained a line."""
     listed = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.splitlines()
@@ -73,7 +73,7 @@ def test_a_change_of_pool_py_alone_leaves_the_committed_results_clean(tmp_path):
     pool.write_text(pool.read_text() + "\n# a refactor that changes nothing a page shows\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_SITE") and k != "PYTHONSAFEPATH"}
     done = subprocess.run(
-        [sys.executable, "-m", "autograder", "build", "--check"],
+        [sys.executable, "-m", "autograder", "dev", "build", "--check"],
         cwd=copy,
         env={**env, "PYTHONPATH": str(copy), "COURSE_SITE_CACHE": str(tmp_path / "cache")},
         capture_output=True,

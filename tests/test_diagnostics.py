@@ -81,7 +81,8 @@ def test_draw_writes_the_learners_graph_with_the_wrong_grads_marked(broken_mul):
 
 
 def test_the_drawing_is_where_the_readme_and_the_message_say_it_is(broken_mul):
-    """Yours above the reference's: in the SVG, in the check's message, in the README's table and --draw's help."""
+    """Yours above the reference's: in the SVG, in the check's message and in --draw's help (which the learners'
+    guide prints as it is)."""
     _, tests, drawings = broken_mul
     root = ET.parse(drawings / "test_neuron_through_mul.svg").getroot()
     tops = {}
@@ -93,8 +94,6 @@ def test_the_drawing_is_where_the_readme_and_the_message_say_it_is(broken_mul):
     assert tops["your graph"] < tops["the reference's graph"], tops
     where = "above the reference's"
     assert where in tests["test_neuron_through_mul"]["message"]
-    readme = (REPO / "README.md").read_text()
-    assert f"your graph {where} |" in readme and "next to the reference" not in readme
     with pytest.raises(GraphsDiffer) as failure:
         expect_same_grads(_report(_neuron, __add__=_doubling_add), _report(_neuron), "the neuron's grads")
     draw_or_offer(failure.value, None, "test_neuron_through_add", "pytest autograder --task 5.2")

@@ -12,6 +12,7 @@ import json
 import math
 import random
 import textwrap
+import time
 
 import pytest
 
@@ -76,6 +77,21 @@ def test_answers_agree_within_rounding_in_any_order_and_otherwise_exactly():
     # a long list answered exactly is compared at once; a bool among numbers is still not a number
     assert same(list(range(100_000)), list(range(100_000))) and not same([1, True], [1, 1])
     assert same([1, [2, 3.0]], [1.0, [2, 3]]) and same([[math.nan]], [[math.nan]])
+    # a long order of node indices walked another way: the same nodes, compared without a key per element
+    walked = list(range(100_000))
+    random.Random(1).shuffle(walked)
+    start = time.process_time()
+    assert same(walked, list(range(100_000))) and not same(walked[1:] + [100_000], list(range(100_000)))
+    assert not same([1, 2], [2, 3]) and not same([1, 2], [2, True])
+    print(f"two orders of 100,000 nodes compared in {time.process_time() - start:.3f} CPU s")
+
+
+def test_an_answers_shape_is_its_kinds_and_sizes_in_any_order():
+    shape = fresh_inputs.shape
+    assert shape([1, "a", None]) == shape(["a", None, 2.5]) and shape({"x": [1]}) == shape({"y": [2.0]})
+    assert shape([1, 1]) != shape([1]) and shape([1, "a"]) != shape([1, 1]) and shape([True]) != shape([1])
+    assert shape([[1], [2, 3]]) == shape([[4, 5], [6]]) and shape([[1], [2, 3]]) != shape([[1, 2], [3, 4]])
+    assert shape({"a": 1}) != shape([1]) and shape((1, 2)) == shape([3, 4])
 
 
 # --- whole runs -------------------------------------------------------------------------------------------------------

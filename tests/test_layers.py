@@ -1,10 +1,10 @@
-"""The grader's folders are its layers: imports go down the README's list, never up, and no module imports itself
-back through others. Read from the code (every `import`, at any depth of a module) and from the README."""
+"""The grader's folders are its layers (`autograder.LAYERS`, in order): a module imports only from its own folder and
+the folders listed before it, and no module imports itself back through others. Read from the code: every `import`,
+at any depth of a module, against the order the package declares."""
 
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 from .conftest import REPO
@@ -14,10 +14,10 @@ SHARED = "autograder.worker.wire"  # the protocol both sides import: below every
 
 
 def layer_order() -> list[str]:
-    """The folders of `autograder/` in the order the README lists them (its layout block)."""
-    readme = (REPO / "README.md").read_text()
-    block = readme.split("`autograder/`, by role; imports go down this list, never up:", 1)[1].split("```")[1]
-    return re.findall(r"^  (\w+)/ ", block, re.MULTILINE)
+    """The folders of `autograder/`, in the order the package declares them."""
+    import autograder
+
+    return list(autograder.LAYERS)
 
 
 def module_name(path: Path) -> str:
@@ -50,12 +50,12 @@ def layer(module: str) -> str | None:
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()) else None
 
 
-def test_the_readme_lists_every_folder_of_the_grader():
+def test_the_layers_name_every_folder_of_the_grader():
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert set(layer_order()) == folders
 
 
-def test_no_module_imports_from_a_layer_below_it_in_the_list():
+def test_no_module_imports_from_a_folder_listed_after_its_own():
     order = layer_order()
     upward = []
     for module, targets in imports().items():

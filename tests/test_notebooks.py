@@ -1,6 +1,6 @@
 """The notebooks: learner notebooks run headless and draw SVG; nbgrader's real pipeline grades like `pytest autograder`.
 
-The nbgrader part builds the course with `python -m autograder nbgrader`, runs
+The nbgrader part builds the course with `python -m autograder export nbgrader`, runs
 `nbgrader generate_assignment`, `autograde` and `export` on three submissions per
 lesson (the reference, the unmodified release, an endless loop in one task), and
 compares every check cell's score with the grader's own result for the very same
@@ -54,7 +54,7 @@ def without_markers(source: str) -> str:
 
 
 def test_learner_notebooks_are_up_to_date():
-    assert notebooks.stale_learner_notebooks() == [], "run: python -m autograder notebooks"
+    assert notebooks.stale_learner_notebooks() == [], "run: python -m autograder dev notebooks"
 
 
 def test_learner_notebooks_link_the_files_they_edit_and_end_with_the_scorecard():
@@ -357,7 +357,16 @@ def graded_course(tmp_path_factory) -> dict:
 
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "autograder", "nbgrader", "--out", str(course), *[f"--lesson={n}" for n in LESSONS]],
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "export",
+            "nbgrader",
+            "--out",
+            str(course),
+            *[f"--lesson={n}" for n in LESSONS],
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

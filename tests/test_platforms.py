@@ -110,8 +110,9 @@ def test_python_under_tmp_or_in_the_repository_grades_in_full(where, tmp_path):
             shutil.rmtree(parent, ignore_errors=True)
 
 
-def test_the_user_level_needs_python_where_other_users_can_reach_it(monkeypatch):
-    """pyenv under a closed /root: without a mount namespace a worker's own user could not import anything."""
+@pytest.fixture
+def python_under_closed_root(monkeypatch):
+    """Linux, as root, with pyenv's Python under /root, which other users may not enter."""
     from autograder.grading import isolation
     from autograder.worker import sandbox
 
@@ -119,11 +120,35 @@ def test_the_user_level_needs_python_where_other_users_can_reach_it(monkeypatch)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(sandbox, "interpreter_paths", lambda: ["/root/.pyenv/versions/3.11.7/lib/python3.11"])
     monkeypatch.setattr(isolation, "blocking_ancestor", lambda path: "/root")
+    return isolation
+
+
+def test_the_user_level_needs_python_where_other_users_can_reach_it(python_under_closed_root, monkeypatch):
+    """pyenv under a closed /root: without a mount namespace a worker's own user could not import anything."""
+    isolation = python_under_closed_root
     assert "/root" in isolation.why_not("user")
     with pytest.raises(RuntimeError, match="--isolation user is not possible here: Python lives under /root"):
         isolation.level_for("user")
     monkeypatch.setattr(isolation, "blocking_ancestor", lambda path: None)
     assert isolation.why_not("user") == ""
+
+
+def test_processes_as_root_needs_python_where_its_workers_own_users_can_reach_it(python_under_closed_root, monkeypatch):
+    """As root, each worker at `processes` becomes a user of its own: with Python under a closed /root it could
+    import nothing, so as root the level is refused, saying why and what to do; an ordinary user's runs need
+    nothing of the kind. Where no level is left, grading says so rather than running learner code as root."""
+    isolation = python_under_closed_root
+    assert "users of their own, and Python lives under /root" in isolation.why_not("processes")
+    with pytest.raises(RuntimeError, match="--isolation processes is not possible here: as root"):
+        isolation.level_for("processes")
+    monkeypatch.setitem(isolation.PROBES, isolation.Level.SANDBOX, lambda: "bubblewrap is not installed")
+    with pytest.raises(RuntimeError, match="no isolation level is possible here"):
+        isolation.level_for("auto")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert isolation.why_not("processes") == "" and isolation.best_level() == "processes"
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(isolation, "blocking_ancestor", lambda path: None)
+    assert isolation.why_not("processes") == ""
 
 
 def test_the_sandbox_shows_python_and_the_worker_and_covers_what_is_hidden_inside_them(monkeypatch, tmp_path):

@@ -25,9 +25,9 @@ MAX_RESULTS = 1_000_000  # bytes: PrairieLearn does not take a larger results.js
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    """What `python -m autograder prairielearn --out DIR` writes."""
+    """What `python -m autograder export prairielearn --out DIR` writes."""
     out = tmp_path_factory.mktemp("course")
-    autograder_command("prairielearn", "--out", str(out))
+    autograder_command("export", "prairielearn", "--out", str(out))
     return out
 
 

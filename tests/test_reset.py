@@ -98,3 +98,17 @@ def test_a_task_that_only_revisits_another_tasks_code_says_which_to_reset(tmp_pa
     done = run_reset("7.1", "--impl", str(tmp_path))
     assert done.returncode == 1
     assert "reset 5.1 and 5.2 and 5.3" in done.stderr, done.stderr
+
+
+def test_reset_reads_lines_as_python_does_a_line_separator_in_a_string_stays_there(tmp_path):
+    """U+2028 (and the other characters `str.splitlines` ends a line at) inside a string is not a line end for
+    Python: after a reset the file still parses, and the string still holds it."""
+    engine = tmp_path / "engine.py"
+    text = solved("engine", {"2.1", "2.3"}) + '\n\nSEPARATORS = "a\u2028b\x0cc\x1dd\x85e"  # mine\n'
+    engine.write_text(text, encoding="utf-8")
+    compile(text, "engine.py", "exec")
+    reset.reset(["2.3"], tmp_path)
+    after = engine.read_text(encoding="utf-8")
+    compile(after, "engine.py", "exec")
+    assert 'SEPARATORS = "a\u2028b\x0cc\x1dd\x85e"  # mine' in after
+    assert after == solved("engine", {"2.1"}) + '\n\nSEPARATORS = "a\u2028b\x0cc\x1dd\x85e"  # mine\n'

@@ -17,7 +17,9 @@ from .conftest import REPO
 
 
 def run_sync(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", "sync", *args], cwd=REPO, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", "dev", "sync", *args], cwd=REPO, capture_output=True, text=True
+    )
 
 
 def test_sync_check_passes_on_the_committed_exercises():

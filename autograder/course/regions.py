@@ -23,12 +23,26 @@ from autograder.worker.wire import stub_message
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
-# A student edition (`python -m autograder student-edition`) ships no reference: the regions, the stubs and the
+# A student edition (`python -m autograder export student-edition`) ships no reference: the regions, the stubs and the
 # reference's fingerprint are written here instead.
 EDITION_MANIFEST = REPO / "autograder" / "edition.json"
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION \(task (?P<ids>\d+\.\d+(?:, *\d+\.\d+)*)\)[ \t]*$")
 END = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
+
+
+LINE_END = re.compile(r"(\r\n|\r|\n)")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of Python source `text` as Python's tokenizer reads them: ended by "\\r\\n", "\\r" or "\\n" only.
+
+    Not `str.splitlines`, which also ends a line at "\\x0b", "\\x0c", "\\x1c" to "\\x1e", "\\x85", U+2028 and
+    U+2029: characters a string or a comment may hold, which would be cut in two (and a string literal no longer
+    parse) once the lines are joined again, and would shift every line number after them from the AST's.
+    """
+    lines = LINE_END.split(text)[::2]
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 class RegionError(ValueError):
@@ -56,7 +70,7 @@ def parse(text: str, module: str, filename: str = "<solution>") -> list[Region]:
     owners = _owners_by_line(text, filename)
     scopes = _scopes_by_line(text, filename)
     regions, open_at = [], None
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(source_lines(text), start=1):
         if match := BEGIN.match(line):
             if open_at:
                 raise RegionError(f"{filename}:{number}: BEGIN SOLUTION inside the region opened at line {open_at[0]}")
@@ -210,7 +224,7 @@ def for_task(text: str, module: str, task_id: str, kept: frozenset[str], filenam
 
 
 def _stub_regions(text: str, module: str, filename: str, solved) -> str:
-    lines = text.splitlines()
+    lines = source_lines(text)
     out: list[str] = []
     cursor = 0
     for region in parse(text, module, filename):

@@ -1,4 +1,4 @@
-"""`python -m autograder build [--check]`: regenerate, or check, every file generated from the single source.
+"""`python -m autograder dev build [--check]`: regenerate, or check, every file generated from the single source.
 
 The generated files, and what they are made from:
 
@@ -8,6 +8,8 @@ The generated files, and what they are made from:
 - `.github/classroom/classroom.yml`, the learners' Classroom workflow template (the registry and the tests' points);
 - `autograder/lessons/shipped_answers.json`, the reference's answers on the checks' own inputs (the reference, the
   grading tests, the kit and the worker's code: a graded run of the reference computes them);
+- `autograder/lessons/runs_through.json`, the other tasks whose code each check runs (from the same sources: each
+  check is run over the reference, traced; `export/runs_through.py`);
 - `course/_build/executed/*.json`, what the site's Python blocks and lesson 0's grader runs printed (the pages'
   code, the solutions, the grader): a site build in a temporary folder runs only the blocks whose results are not
   there yet, then the folder is made to hold exactly what that build used. With `--check` nothing runs: a block
@@ -110,9 +112,9 @@ def site_results(check: bool) -> list[str]:
 
 def build(check: bool) -> tuple[list[str], list[str]]:
     """Regenerate (or with `check`, compare) every generated file; return (done or stale, refused)."""
-    from autograder.export import classroom, notebooks
+    from autograder.export import classroom, notebooks, runs_through
     from autograder.export import stubs as sync
-    from autograder.grading import grader
+    from autograder.grading import blame, grader
 
     changed, refused = [], []
     docstrings = stale_docstrings()
@@ -132,6 +134,10 @@ def build(check: bool) -> tuple[list[str], list[str]]:
         changed.append(str(grader.SHIPPED.relative_to(SOLUTIONS.parent)))
         if not check:
             ship_answers()
+    if has_sources() and runs_through.stale():  # keyed like the shipped answers
+        changed.append(str(blame.RUNS_THROUGH.relative_to(SOLUTIONS.parent)))
+        if not check:
+            runs_through.write()
     template = classroom.workflow(classroom.points_per_lesson())
     current = classroom.TEMPLATE.read_text() if classroom.TEMPLATE.exists() else ""
     if template != current:
@@ -155,7 +161,7 @@ def ship_answers(path: Path | None = None) -> bool:
     path = path or grader.SHIPPED
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "answers.json"
-        runner.grade("solutions", fresh_inputs=1, isolation="processes", extra=["--ship-answers", str(out)])
+        runner.grade("solutions", fresh_inputs=1, extra=["--ship-answers", str(out)])  # at the best level here
         answers = json.loads(out.read_text())
     # one answer a line, in order: a change of one check's answers is a change of its lines
     lines = [json.dumps(k) + ":" + json.dumps(v, separators=(",", ":")) for k, v in sorted(answers.items())]

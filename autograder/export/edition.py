@@ -1,6 +1,6 @@
 """The student edition: a copy of the course for a class, with no reference code in any form and no hidden checks.
 
-`python -m autograder student-edition --out DIR` copies the repository (what
+`python -m autograder export student-edition --out DIR` copies the repository (what
 git tracks) except `tests/`, `.ci/`, `solutions/` and the course repository's
 own CI workflow, and:
 
@@ -37,10 +37,12 @@ import tempfile
 from pathlib import Path
 
 from autograder.course.regions import REPO, SOLUTIONS, manifest_entries, solution_files
-from autograder.export import classroom
+from autograder.export import classroom, runs_through
 from autograder.export import stubs as sync
 from autograder.export.notebooks import HOW_EXAMPLES_RUN, HOW_EXAMPLES_RUN_IN_EDITION, record_examples
 from autograder.grading import caches
+from autograder.grading.blame import RUNS_THROUGH, check_key_of
+from autograder.grading.tasks import LESSONS
 from autograder.jupyter import EXAMPLES_FILE
 
 LEFT_OUT = (
@@ -50,7 +52,13 @@ LEFT_OUT = (
     "autograder/lessons/shipped_answers.json",  # the reference's answers, hidden checks' too
     ".github/workflows/ci.yml",
     ".github/workflows/pages.yml",
+    # the site's guides for instructors and maintainers (and the instructors' screenshots): about the reference,
+    # the hidden checks, the graders that use them and the repository's tests, none of which an edition has
+    "course/guides/instructors/",
+    "course/guides/maintainers/",
+    "course/assets/class-report",
 )
+LEFT_OUT_OF_NAV = ("For instructors", "For maintainers")  # the nav sections of those guides, in mkdocs.yml
 
 
 def tracked_files() -> list[str]:
@@ -65,18 +73,31 @@ def tracked_files() -> list[str]:
         return [str(p.relative_to(REPO)) for p in files if p.exists()]
 
 
+def hidden_tests(text: str) -> list[ast.FunctionDef]:
+    """The functions of a test module marked `@pytest.mark.hidden`."""
+    functions = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)]
+    return [node for node in functions if any(ast.unparse(d) == "pytest.mark.hidden" for d in node.decorator_list)]
+
+
 def without_hidden_tests(text: str) -> str:
     """The test module with every function marked `@pytest.mark.hidden` removed."""
-    tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
     drop: set[int] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any(
-            ast.unparse(d) == "pytest.mark.hidden" for d in node.decorator_list
-        ):
-            start = min(d.lineno for d in node.decorator_list)
-            drop.update(range(start - 1, node.end_lineno))
+    for node in hidden_tests(text):
+        start = min(d.lineno for d in node.decorator_list)
+        drop.update(range(start - 1, node.end_lineno))
     return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def without_hidden_records(text: str) -> str:
+    """`runs_through.json` (what each check runs through) without the hidden checks, whose names are not shipped."""
+    hidden = {
+        check_key_of(path.stem, node.name)
+        for path in LESSONS.glob("test_*.py")
+        for node in hidden_tests(path.read_text())
+    }
+    data = json.loads(text)
+    return runs_through.text({k: v for k, v in data["checks"].items() if k not in hidden}, data["sources"])
 
 
 def export(out: Path) -> Path:
@@ -90,6 +111,8 @@ def export(out: Path) -> Path:
         source = REPO / name
         if name.startswith("autograder/lessons/test_") and name.endswith(".py"):
             target.write_text(without_hidden_tests(source.read_text()))
+        elif source == RUNS_THROUGH:
+            target.write_text(without_hidden_records(source.read_text()))
         else:
             shutil.copy2(source, target)
     manifest = {
@@ -101,15 +124,15 @@ def export(out: Path) -> Path:
     (out / "autograder" / "edition.json").write_text(json.dumps(manifest, indent=1) + "\n")
     _record_reference_answers(out / "autograder" / "lessons" / "reference_answers.json")
     record_examples(out / EXAMPLES_FILE.relative_to(REPO))
-    config = out / "mkdocs.yml"  # `mkdocs serve` watches solutions/, which the edition does not have
-    config.write_text(config.read_text().replace("watch:\n  - solutions\n", "watch:\n"))
+    config = out / "mkdocs.yml"
+    config.write_text(edition_config(config.read_text()))
     for notebook in (out / "exercises" / "notebooks").glob("*.ipynb"):
         text = notebook.read_text()
         notebook.write_text(
             text.replace(json.dumps(HOW_EXAMPLES_RUN)[1:-1], json.dumps(HOW_EXAMPLES_RUN_IN_EDITION)[1:-1])
         )
-    for page in (out / "course").glob("*.md"):
-        page.write_text(edition_page(page.name, page.read_text()))
+    for page in (out / "course").rglob("*.md"):
+        page.write_text(edition_page(page.relative_to(out / "course").as_posix(), page.read_text()))
     fresh = _build_site(out)
     workflow = out / ".github" / "workflows" / "classroom.yml"
     workflow.parent.mkdir(parents=True, exist_ok=True)
@@ -182,6 +205,44 @@ EDITION_SENTENCES: dict[str, list[tuple[str, str]]] = {
             "pieces, and a check that ran through a failing task waited\nfor it.",
         )
     ],
+    "guides/grading.md": [
+        (
+            "| the reference solution | `pytest autograder --impl solutions` |\n",
+            "",
+        ),
+        (
+            "The checks of a task run *your* code for that task over the *reference* code\nof everything else (your "
+            "`nn.py` over the reference `Value`, your `__pow__`\nover the reference `__add__`), so one bug costs "
+            "points once, where it is.",
+            "This edition has no reference code, so the checks of a task run your code for\nthat task over your own "
+            "code for everything it needs: a task whose checks run\nthrough a failing task waits for it (its points "
+            "come once that task passes),\nand `Next:` names the earliest one to fix.",
+        ),
+        (
+            "A red line always means your code. When a check fails, the grader asks the\nsame check of the "
+            "reference solution, on your machine, through the same kind\nof worker, with the same options and "
+            "inputs. If the reference fails it too,\nyour machine is at fault, not your code (a PyTorch that cannot "
+            "run autograd\nin a forked worker, a broken install, a machine too busy to answer): the\ncheck is "
+            "marked `?` *could not be graded here*, with what went wrong, and it\ncounts neither as earned nor as "
+            "lost (the total leaves it out and says how\nmany points it left out). Run `python -m autograder "
+            "doctor`: it grades the\nreference on one real check of each kind and names the cause and the fix.",
+            "In the full course, when a check fails, the grader asks the same check of the\nreference solution on "
+            "your machine, and a check the reference fails too is\nmarked `?` *could not be graded here*: it counts "
+            "neither as earned nor as lost.\nThis edition has no reference solution to ask, so a red line may be "
+            "the\nmachine's (a PyTorch that cannot run autograd in a forked worker, a broken\ninstall, a machine "
+            "too busy to answer): if a check fails that you believe is\nright, run `python -m autograder doctor`, "
+            "which checks what grading needs on\nthis machine and names the fix.",
+        ),
+        (
+            "runs a few examples of its lesson twice: with your\ncode (your code for that lesson over the reference "
+            "for the rest, as the\ngrader runs it) and with the reference. Then it says where yours first\n"
+            "differs from the reference",
+            "runs a few examples of its lesson with your code\n(this edition has no reference code, so your code "
+            "runs for everything) and\ncompares what they give with the reference's answers, recorded when this\n"
+            "edition was made (where none was recorded, it says so). Then it says where\nyours first differs "
+            "from the reference",
+        ),
+    ],
     "14-tensors.md": [
         (
             "The grader runs them over the reference `Tensor` and compares",
@@ -190,6 +251,30 @@ EDITION_SENTENCES: dict[str, list[tuple[str, str]]] = {
         )
     ],
 }
+
+
+def edition_config(text: str) -> str:
+    """mkdocs.yml as the edition has it: `mkdocs serve` watches no solutions/ (the edition has none), and the nav
+    has no section of `LEFT_OUT_OF_NAV` (whose pages the edition leaves out)."""
+    text = text.replace("watch:\n  - solutions\n", "watch:\n")
+    lines, kept, cut = text.splitlines(keepends=True), [], None
+    found = set()
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if cut is not None and line.strip() and indent > cut:
+            continue
+        cut = None
+        title = line.strip().removeprefix("- ").removesuffix(":").strip('"')
+        if line.lstrip().startswith("- ") and line.rstrip().endswith(":") and title in LEFT_OUT_OF_NAV:
+            cut = indent
+            found.add(title)
+            continue
+        kept.append(line)
+    if found != set(LEFT_OUT_OF_NAV):
+        raise RuntimeError(
+            f"mkdocs.yml's nav has no section {sorted(set(LEFT_OUT_OF_NAV) - found)}: update LEFT_OUT_OF_NAV"
+        )
+    return "".join(kept)
 
 
 def edition_page(name: str, text: str) -> str:
@@ -206,7 +291,6 @@ def readme(fresh_scorecard: str) -> str:
     course = (REPO / "README.md").read_text()
     start = course.index("## Quick start")
     install = course[start : course.index("\n## ", start + 1)].strip()
-    install = install.split("\nWhat the install brings")[0].strip()
     return f"""# Backprop from scratch: student edition
 
 A self-paced course: build a scalar autograd engine (a `Value` class that does backpropagation), then a small
@@ -234,7 +318,8 @@ Fill the stubs in `exercises/`, one task at a time, as the pages say, then grade
 | and draw a wrong backward pass | `pytest autograder --task 5.3 --draw drawings` |
 
 `python -m autograder watch` re-grades each file as you save it; `python -m autograder hint 8.2` prints a task's
-next hint; `python -m autograder tasks` lists every task with its page.
+next hint; `python -m autograder tasks` lists every task with its page. The site's page *Grading your work* (under
+Guides) has every command and option, and what each line of the scorecard means.
 
 In this edition each task's checks run over *your* code for everything they need (there is no reference to run
 them over): a bug in one task stops the tasks that run through it, which say "waits for task L.N" until it

@@ -4,7 +4,7 @@
 pytest plugin (`autograder/conftest.py` loads it) this module writes it at the
 end of a run given `--results-json PATH` (a batch's per-submission file too).
 
-`python -m autograder gradescope --out autograder.zip` writes the zip an
+`python -m autograder export gradescope --out autograder.zip` writes the zip an
 instructor uploads. Gradescope unpacks it into `/autograder/source`, copies its
 `run_autograder` to `/autograder/`, and runs its `setup.sh` once to build the
 image (on any Ubuntu base image: see SETUP_SH); then `run_autograder` grades
@@ -88,7 +88,7 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
 mkdir -p "$ROOT/results"
-cd "$ROOT/source" && "$PYTHON" -m autograder gradescope-run --root "$ROOT" "$@"
+cd "$ROOT/source" && "$PYTHON" -m autograder run gradescope --root "$ROOT" "$@"
 if [ ! -s "$ROOT/results/results.json" ]; then
     printf '{"score": 0, "output": "The autograder could not run; please tell your instructor.", "tests": []}\\n' \\
         > "$ROOT/results/results.json"

@@ -8,11 +8,11 @@ submission, with the question's `serverFilesCourse` folders under
 `causes` (the mistakes its checks named, ids of `course/causes.py`) and `waits_for`, which PrairieLearn keeps
 and does not show, for the class report (`export/class_report.py`).
 
-`python -m autograder prairielearn --out DIR` writes, for an instructor to copy
+`python -m autograder export prairielearn --out DIR` writes, for an instructor to copy
 into their course repository:
 
 - `DIR/serverFilesCourse/backprop/`: the grader, with its entrypoint `run.sh`
-  (`python3 -m autograder prairielearn-run --root /grade`);
+  (`python3 -m autograder run prairielearn --root /grade`);
 - `DIR/grading-image/`: the `Dockerfile` of the grading image (a slim Python
   with torch's CPU build, pytest, numpy and graphviz: the `grading` extra) and
   the requirements it installs;
@@ -37,7 +37,7 @@ from autograder.grading.results import Results
 
 FOLDER = "backprop"  # the grader's folder under serverFilesCourse/, and the example question's
 IMAGE = "YOUR-DOCKER-HUB-NAME/backprop-grader"  # the instructor's image, built from grading-image/Dockerfile
-TIMEOUT = 120  # seconds: the question's externalGradingOptions.timeout (README: "PrairieLearn"; its default is 30)
+TIMEOUT = 120  # seconds: the question's externalGradingOptions.timeout (the PrairieLearn guide page; default 30)
 DEADLINE = TIMEOUT - 20  # seconds: a run still going then is stopped and scored as far as it got
 PYTHON_IMAGE = "python:3.11-slim"  # the Python CI grades with; torch's CPU wheels exist for it
 
@@ -51,7 +51,7 @@ PYTHON="${AUTOGRADER_PYTHON:-python3}"
 mkdir -p "$ROOT/results"
 # The learner's code runs as users of their own: the reference and the hidden checks must be out of their reach.
 chmod -R o-rwx "$HERE/source"
-cd "$HERE/source" && "$PYTHON" -m autograder prairielearn-run --root "$ROOT" "$@"
+cd "$HERE/source" && "$PYTHON" -m autograder run prairielearn --root "$ROOT" "$@"
 if [ ! -s "$ROOT/results/results.json" ]; then
     printf '{"gradable": false, "message": "The autograder could not run; please tell your instructor."}\\n' \\
         > "$ROOT/results/results.json"

@@ -12,6 +12,12 @@ hole. Where the file no longer has those lines, reset refuses and changes
 nothing. Before writing, the file is saved beside itself, byte for byte
 (`stubs.save_copy`), so that no line of the learner's work is ever lost.
 
+Reset reads and writes only regular files of the learner's folder: a file that
+is a symbolic link (to anywhere) is refused, and the new text replaces the
+file's name in the folder (`stubs.write_inside`), never writing through it into
+a file another name (a hard link) shares. Lines are Python's (`source_lines`):
+a U+2028 in a string stays in its string.
+
 The holes come from the regions (`regions.all_regions`) and the stubs
 (`stubs.expected_files`), so reset works in a student edition too, which ships
 both without the reference.
@@ -23,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.course import registry
-from autograder.course.regions import EXERCISES, Region, all_regions, owner_span, stub_lines
+from autograder.course.regions import EXERCISES, Region, all_regions, owner_span, source_lines, stub_lines
 from autograder.export import stubs
+from autograder.grading import caches
+from autograder.grading.limits import MAX_SOURCE
 
 
 class CannotReset(Exception):
@@ -163,11 +171,16 @@ def reset(task_ids: list[str], folder: Path = EXERCISES) -> list[tuple[Path, Pat
     for module, wanted in by_module.items():
         path = folder / f"{module}.py"
         try:
-            original = path.read_bytes()
+            original = caches.read_regular(path, MAX_SOURCE)
         except FileNotFoundError:
-            raise CannotReset(f"{path} is missing: `python -m autograder sync` writes the stubs again") from None
-        lines = original.decode("utf-8").splitlines()
-        stub = expected[path.name].splitlines()
+            raise CannotReset(f"{path} is missing: `python -m autograder dev sync` writes the stubs again") from None
+        except caches.NotRegular as exc:  # a link out of the folder, a pipe: reset writes only the folder's own files
+            raise CannotReset(f"{path} {exc}") from None
+        try:
+            lines = source_lines(original.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CannotReset(f"{path} is not UTF-8 text (byte {exc.start})") from None
+        stub = source_lines(expected[path.name])
         module_holes = holes(stub, [r for r in all_regions() if r.module == module])
         edits = []
         for hole in module_holes:
@@ -183,6 +196,6 @@ def reset(task_ids: list[str], folder: Path = EXERCISES) -> list[tuple[Path, Pat
         if text.encode("utf-8") == original:
             continue  # already the stub
         copy = stubs.save_copy(path, original)
-        path.write_bytes(text.encode("utf-8"))
+        stubs.write_inside(path, text.encode("utf-8"))
         done.append((path, copy))
     return done

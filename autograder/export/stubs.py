@@ -1,6 +1,6 @@
 """Generate `exercises/` from `solutions/`: each solution region becomes a TODO and a NotImplementedError.
 
-`python -m autograder sync` writes the stubs; `--check` only compares and
+`python -m autograder dev sync` writes the stubs; `--check` only compares and
 prints a diff. A file the learner has changed since it was last generated is
 never overwritten, unless `--force` is given, and then a backup is kept. What
 was last generated is remembered in `exercises/.sync-manifest.json` (a hash
@@ -12,6 +12,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
+import stat
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +33,7 @@ EXERCISES_INIT = '''"""Your work: the stubs you fill in, lesson by lesson.
 
 Each `raise NotImplementedError("task L.N: ...")` marks code for you to write;
 the docstring above it says what it must do, and `pytest autograder --task L.N`
-grades it. Generated from `solutions/` by `python -m autograder sync`.
+grades it. Generated from `solutions/` by `python -m autograder dev sync`.
 """
 '''
 
@@ -90,6 +93,26 @@ def save_copy(path: Path, data: bytes) -> Path:
     raise FileExistsError(f"{path}: too many copies made this second")
 
 
+def write_inside(path: Path, data: bytes) -> None:
+    """Make `path`, a file of the learner's folder, hold `data`: a new file takes its name (a rename), so nothing is
+    written through a symbolic link there or into a file that another name (a hard link) shares. Its mode is kept."""
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        before = None
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(temporary, stat.S_IMODE(before.st_mode) if before else 0o644)
+        if before and hasattr(os, "chown") and os.geteuid() == 0:  # root resetting a learner's file: still theirs
+            os.chown(temporary, before.st_uid, before.st_gid)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 def sync(exercises: Path = EXERCISES, force: bool = False) -> tuple[list[str], list[str]]:
     """Write the exercises; return (written, refused) file names.
 
@@ -102,6 +125,9 @@ def sync(exercises: Path = EXERCISES, force: bool = False) -> tuple[list[str], l
     written, refused = [], []
     for name, expected in expected_files().items():
         path = exercises / name
+        if path.is_symlink() or path.exists() and not path.is_file():  # sync writes only the folder's own files
+            refused.append(name)
+            continue
         if path.exists():
             current = path.read_text()
             if current == expected:
@@ -112,7 +138,7 @@ def sync(exercises: Path = EXERCISES, force: bool = False) -> tuple[list[str], l
                     refused.append(name)
                     continue
                 save_copy(path, path.read_bytes())
-        path.write_text(expected)
+        write_inside(path, expected.encode())
         manifest[name] = _digest(expected)
         written.append(name)
     manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=2) + "\n")

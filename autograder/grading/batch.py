@@ -35,13 +35,16 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO
+from autograder.grading import isolation
 from autograder.grading.limits import ONE_THREAD
 from autograder.grading.options import GradeOptions, grader_command
 from autograder.grading.results import Results, Status
+from autograder.grading.verdicts import shown
 from autograder.worker import sandbox
 
 LOG_TAIL = 200_000  # bytes of each submission's grader output kept in its log
 MAX_FILE = 1_000_000  # bytes of one submitted file copied for grading
+STOP_GRACE = 5.0  # seconds a grader past its wall time has to write its results file before it is killed
 
 
 @dataclass
@@ -101,9 +104,9 @@ def private_copy(folder: Path, into: Path) -> tuple[Path, list[str]]:
         if path.suffix != ".py" or path.name.startswith("."):
             continue
         if not stat.S_ISREG(info.st_mode):
-            left.append(f"{path.name} (not a regular file)")
+            left.append(f"{shown(path.name, lines=False)} (not a regular file)")
         elif info.st_size > MAX_FILE:
-            left.append(f"{path.name} (over {MAX_FILE} bytes)")
+            left.append(f"{shown(path.name, lines=False)} (over {MAX_FILE} bytes)")
         else:
             shutil.copyfile(path, copy / path.name, follow_symlinks=False)
     return copy, left
@@ -147,6 +150,7 @@ def grade_one(folder: Path, results_dir: Path, timeout: float, options: GradeOpt
             except subprocess.TimeoutExpired:
                 code, status = None, "timed out"
                 _ask_where(proc)
+                _ask_to_stop(proc)
             finally:
                 if os.name == "posix":
                     try:
@@ -157,6 +161,8 @@ def grade_one(folder: Path, results_dir: Path, timeout: float, options: GradeOpt
                 with _children:
                     _graders.discard(proc.pid)
                 _clear_leftovers()
+                for base in isolation.memory_cgroup_bases():  # a grader stopped here could not remove its own
+                    isolation.remove_cgroups_of_ended_graders(base, pid=proc.pid)
     seconds = time.monotonic() - start
     _keep_tail(log)
     results = _read(partial)
@@ -243,6 +249,17 @@ def _ask_where(proc: subprocess.Popen) -> None:
             pass
 
 
+def _ask_to_stop(proc: subprocess.Popen) -> None:
+    """Before it is killed, a grader past its wall time writes its results file as it stands (`grade` saves it at
+    most once a second while checks run, and at once when asked to stop: SIGTERM)."""
+    if os.name == "posix" and proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def _read(path: Path) -> Results | None:
     try:
         return Results.from_json(json.loads(path.read_text()))
@@ -316,7 +333,7 @@ def batch(
                 f.flush()
             outcomes.append(outcome)
             bar.update(1)
-            bar.set_postfix_str(f"{outcome.name}: {outcome.status}")
+            bar.set_postfix_str(f"{shown(outcome.name, 80, lines=False)}: {outcome.status}")  # a folder's name
         bar.close()
     return outcomes
 

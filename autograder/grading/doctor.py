@@ -54,13 +54,16 @@ def torch_build() -> Finding:
         return Finding(
             "note",
             f"PyTorch {torch.__version__}, a CUDA {cuda} build: the course uses the CPU only",
-            "to save about 2 GB, reinstall the CPU build: see the README's install section",
+            "to save about 2 GB, reinstall the CPU build: see the README's Quick start",
         )
     return Finding("ok", f"PyTorch {torch.__version__} (CPU build)")
 
 
 def isolation_level() -> Finding:
-    level, start = isolation.best_level(), pool.start_method()
+    try:
+        level, start = isolation.best_level(), pool.start_method()
+    except RuntimeError as exc:  # root, where the workers' own users could not run Python, and no bubblewrap
+        return Finding("PROBLEM", "no isolation level is possible here", str(exc))
     stronger = [f"{better}: {why}" for better in LEVELS[: LEVELS.index(level)] if (why := isolation.why_not(better))]
     detail = f"workers are {'forked' if start == 'fork' else 'spawned'}; isolation level {level}"
     if not level.own_user:
@@ -145,10 +148,10 @@ def fix_for(message: str) -> str:
         return (
             "this PyTorch cannot run autograd in a forked worker (a CUDA build on a machine with a GPU, once\n"
             "autograd has run before the fork): grade with `pytest autograder --workers spawn`, or install the\n"
-            "CPU build of torch (see the README's install section)"
+            "CPU build of torch (see the README's Quick start)"
         )
     if "torch" in message and ("ModuleNotFoundError" in message or "ImportError" in message):
-        return "PyTorch does not import in the grader's workers: reinstall it (see the README's install section)"
+        return "PyTorch does not import in the grader's workers: reinstall it (see the README's Quick start)"
     return "reinstall the course (pip install -e .); if it stays, report it with this output"
 
 

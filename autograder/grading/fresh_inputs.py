@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections import Counter
 from typing import Any
 
 from autograder.kit.checks import CheckFailed
@@ -60,6 +61,9 @@ def same(a: Any, b: Any) -> bool:
     exactly."""
     if type(a) is list and type(b) is list and _exactly(a) == _exactly(b):  # a long list the same (a 100,000-node
         return True  # order): at C speed, and only where each element would be `same` too
+    if type(a) is list and type(b) is list and len(a) == len(b) and _plain_ints(a) and _plain_ints(b):
+        if sorted(a) == sorted(b):  # the same integers in another order (a graph walked another way): at C speed
+            return True
     numbers = (int, float)
     if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
         if math.isnan(a) or math.isnan(b):
@@ -91,10 +95,20 @@ def shape(value: Any) -> Any:
     if type(value) in (int, float):
         return "number"
     if isinstance(value, (list, tuple)):
-        return ["list", *sorted((shape(v) for v in value), key=repr)]
+        return ("list", _multiset(value))
     if isinstance(value, dict):
-        return ["dict", *sorted((shape(v) for v in value.values()), key=repr)]
+        return ("dict", _multiset(value.values()))
     return type(value).__name__
+
+
+def _multiset(values) -> frozenset:
+    """The shapes of `values` with how often each comes, in no order: a set of (shape, count) pairs, which costs
+    one pass over a 100,000-element answer, not a sort."""
+    return frozenset(Counter(map(shape, values)).items())
+
+
+def _plain_ints(values: list) -> bool:
+    return all(type(v) is int for v in values)
 
 
 def ask_again(ask, expect, fn, args: tuple, kwargs: dict, answer: Any, rng: random.Random) -> None:

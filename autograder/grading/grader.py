@@ -39,18 +39,18 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO, SOLUTIONS, has_sources
-from autograder.grading import caches, fresh_inputs, isolation, lastrun, pool, verdicts
+from autograder.grading import blame, caches, fresh_inputs, isolation, judging, lastrun, pool, verdicts
 from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
 from autograder.grading.options import GradeOptions
 from autograder.grading.results import Results, Status, TestResult
 from autograder.grading.tasks import LESSONS, GradedTask, graded, reference_for, scenario_source
-from autograder.grading.verdicts import LOST, Fault, LearnerError
+from autograder.grading.verdicts import LOST, Fault, LearnerError, shown
 from autograder.worker import wire
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import ErrorKind, to_plain
 
 RECORDED = LESSONS / "reference_answers.json"
-# the reference's answers on the checks' own inputs, written by `python -m autograder build` (`build.ship_answers`)
+# the reference's answers on the checks' own inputs, written by `python -m autograder dev build` (`build.ship_answers`)
 SHIPPED = LESSONS / "shipped_answers.json"
 
 
@@ -84,9 +84,10 @@ class Grader:
         impl = self.options.impl
         self.root = self.options.folder()
         if not self.root.is_dir():
-            raise BadOptions(f"--impl {impl}: no such folder ({self.root})")
-        # a platform's learner grades their own clone's exercises/: no --impl in the commands the results suggest
-        self.impl_option = "" if impl == "exercises" or self.options.platform else f" --impl {impl}"
+            raise BadOptions(f"--impl {shown(impl, lines=False)}: no such folder ({shown(self.root, lines=False)})")
+        # a platform's learner grades their own clone's exercises/: no --impl in the commands the results suggest;
+        # the folder's name is a submission's, in a batch: shown escaped wherever it is written (a log, a terminal)
+        self.impl_option = "" if impl == "exercises" or self.options.platform else f" --impl {shown(impl, lines=False)}"
         self.timeout = self.options.check_timeout
         self.memory_mb = self.options.memory_limit
         try:
@@ -118,6 +119,7 @@ class Grader:
         self.cache = caches.GradingCache(self.level, graded=self.fresh_seed is not None)
         self.shipping: dict | None = {} if ship else None  # `ship`: every answer this run computes
         self.lesson_digest: str | None = None  # the grading tests as they were before any learner code ran
+        self.saved_at = float("-inf")  # when the results file was last written (`plugin._save_progress`)
 
     def known_answers(self) -> dict:
         """The reference's answers computed so far, for this reference (read from disk where that is safe)."""
@@ -142,7 +144,8 @@ class Grader:
     def graded_name(self) -> str:
         if self.options.platform:
             return "your submission"
-        return str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
+        name = str(self.root.relative_to(REPO)) + "/" if self.root.is_relative_to(REPO) else str(self.root)
+        return shown(name, lines=False)
 
     def without_paths(self, text: str) -> str:
         """`text` as a platform's learner reads it: their files by name ("engine.py:250"), never the temporary
@@ -224,9 +227,8 @@ class Grader:
         """The run's workers: its self-check's have the same level, limits, hidden folders and way to start."""
         if self.main:
             main = self.main.workers
-            return pool.Pool(
-                self.level, self.memory_mb, self.main.hidden, main.start, self.zygotes, main.options["cgroup"]
-            )
+            cgroup = isolation.memory_cgroup("reference") if main.options["cgroup"] else None
+            return pool.Pool(self.level, self.memory_mb, self.main.hidden, main.start, self.zygotes, cgroup)
         hidden = self.hidden = [
             str(REPO),
             str(self.root.parent),
@@ -291,11 +293,19 @@ class Grader:
                 scenario_source(name)
         self.lesson_digest = lessons_digest()
         shipped_answers()
+        blame.recorded()  # what each check runs through: read now, as trusted as the grading tests beside it
 
     def self_checker(self) -> Grader:
-        """The grader that asks a check of the reference, with this run's workers, options and hidden folders."""
+        """The grader that asks a check of the reference, with this run's options, level and hidden folders.
+
+        Its workers fork from zygotes of its own, each in a session (so a scheduling group) of its own, under a
+        memory cgroup of its own: nothing a learner's worker can reach (its zygote's session, which it may renice;
+        its run's cgroup, which it may fill) slows or stops the reference's re-ask, which would make a failed check
+        "could not be graded" (void) instead of failed.
+        """
         if self.checker is None:
-            self.checker = Grader(self.options, zygotes=self.zygotes, self_check_of=self)
+            self.checker = Grader(self.options, zygotes=pool.Zygotes(), self_check_of=self)
+            self.checker.own_zygotes = True
             self.checker.start_workers()
         return self.checker
 
@@ -344,7 +354,10 @@ class Grader:
         Raises `LearnerError` with what went wrong in the learner's code, or `pool.StartFailed` if no worker can
         start here (nothing to grade with; the self-check's: the reference cannot be run here).
         """
-        task = graded(task_id)
+        with judging.paused():  # the judgement's time stops while the worker answers (its code has its own limit)
+            return self._run_task(graded(task_id), fn, args, kwargs, planned)
+
+    def _run_task(self, task: GradedTask, fn, args: tuple, kwargs: dict, planned: bool) -> object:
         if task.id in self.timed_out:
             raise LearnerError(Fault.SKIPPED)
         self.check_prerequisites(task)  # a capstone waiting for a broken file's tasks says so, before the file
@@ -522,6 +535,7 @@ class Learner:
     def _ask(self, fn, args: list, kwargs: dict):
         return self.grader.run(self.task, fn, tuple(args), kwargs, planned=False)
 
+    @judging.paused()
     def _expect(self, fn, args: list, kwargs: dict, page: bool):
         try:
             if page:  # kept with the reference's answers, like a judgement's
@@ -555,7 +569,7 @@ class Reference:
     next run at the same level (`caches.GradingCache`), so a batch or a second
     run computes each answer once. A student edition ships no reference
     code; there the answers of the visible checks ship as data (recorded by
-    `python -m autograder student-edition`).
+    `python -m autograder export student-edition`).
     """
 
     def __init__(self, grader: Grader):
@@ -569,7 +583,8 @@ class Reference:
                 raise RuntimeError("this check needs the reference, which a student edition does not ship")
             return answers[key]
         cached = f"{hashlib.sha256(scenario_source(fn.__module__).encode()).hexdigest()[:16]}:{key}"
-        answer = self.grader.answer(cached, lambda: fn(ReferenceCode(), *args, **kwargs))
+        with judging.paused():  # the reference's answer does not depend on the learner's: not the judgement's time
+            answer = self.grader.answer(cached, lambda: fn(ReferenceCode(), *args, **kwargs))
         if self.grader.recording is not None:
             self.grader.recording[key] = answer
         return answer
@@ -581,7 +596,8 @@ class Reference:
         they are known, a run never imports it.
         """
         cached = f"{hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]}:{answer_key(fn, args, {})}"
-        return self.grader.answer(cached, lambda: fn(*args))
+        with judging.paused():
+            return self.grader.answer(cached, lambda: fn(*args))
 
 
 def answer_key(fn, args: tuple, kwargs: dict) -> str:

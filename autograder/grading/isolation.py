@@ -8,6 +8,7 @@ level it was asked for that the machine cannot give, saying why.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from autograder.worker import sandbox
@@ -17,8 +18,14 @@ _bubblewrap_says: str | None = None  # why `sandbox_command` fails here ('' if i
 
 
 def best_level() -> Level:
-    """The strongest level this process can set up."""
-    return next(level for level in LEVELS if not why_not(level))
+    """The strongest level this process can set up; RuntimeError, saying why, where there is none (root, with
+    neither bubblewrap nor a Python that the workers' own users can reach)."""
+    reasons = {level: why_not(level) for level in LEVELS}
+    possible = [level for level in LEVELS if not reasons[level]]
+    if not possible:
+        why = "; ".join(f"{level}: {reason}" for level, reason in reasons.items())
+        raise RuntimeError(f"no isolation level is possible here ({why})")
+    return possible[0]
 
 
 def why_not(level: Level | str) -> str:
@@ -33,6 +40,21 @@ def _why_python_unreachable() -> str:
     """`user`: without a mount namespace, the worker's own user must be able to reach Python where it lives."""
     closed = sorted({a for p in sandbox.interpreter_paths() if (a := blocking_ancestor(p))})
     return f"Python lives under {closed[0]}, which other users may not enter" if closed else ""
+
+
+def _why_not_processes() -> str:
+    """`processes`: as root, each worker becomes a user of its own (`sandbox.shut_in`): no learner code runs as
+    root, where it could leave the run's cgroup, outlive the run, and write the grader's caches. That user must
+    reach Python too; elsewhere the level needs nothing."""
+    if not sandbox.as_root():
+        return ""
+    unreachable = _why_python_unreachable()
+    if not unreachable:
+        return ""
+    return (
+        f"as root, its workers run as users of their own, and {unreachable}: grade as an ordinary user, or install "
+        "Python where every user may read it, or install bubblewrap (`apt-get install bubblewrap`) for `sandbox`"
+    )
 
 
 def blocking_ancestor(path: str) -> str | None:
@@ -88,8 +110,10 @@ def _in_a_child(test) -> bool:
     return os.waitpid(pid, 0)[1] == 0
 
 
-def memory_cgroup() -> str | None:
+def memory_cgroup(purpose: str = "") -> str | None:
     """A memory cgroup for this run's workers (root on Linux, where the host offers one), or None.
+
+    `purpose`: another one of this process's, apart from the first (the reference's re-asks: "reference").
 
     Under it each worker makes its own, with the memory limit, so that everything it uses counts: RLIMIT_AS
     counts only address space, and a file in a tmpfs or a memfd written but never mapped escapes it. Removed
@@ -97,17 +121,9 @@ def memory_cgroup() -> str | None:
     """
     if sys.platform != "linux" or getattr(os, "geteuid", lambda: -1)() != 0:
         return None
-    try:
-        own = dict(line.strip().split(":", 2)[1:] for line in open("/proc/self/cgroup") if line.count(":") >= 2)
-    except OSError:
-        return None
-    bases = []
-    if "memory" in own:  # cgroup v1: the memory hierarchy
-        bases.append("/sys/fs/cgroup/memory" + own["memory"])
-    if "" in own and os.path.exists("/sys/fs/cgroup/cgroup.subtree_control"):  # cgroup v2, where it is the root
-        bases.append("/sys/fs/cgroup" + own[""])
-    for base in bases:
-        run = os.path.join(base, f"autograder-{os.getpid()}")
+    for base in memory_cgroup_bases():
+        remove_cgroups_of_ended_graders(base)
+        run = os.path.join(base, f"autograder-{os.getpid()}" + (f"-{purpose}" if purpose else ""))
         try:
             os.makedirs(run, exist_ok=True)
             if os.path.exists(os.path.join(run, "memory.limit_in_bytes")):
@@ -163,6 +179,46 @@ def remove_cgroup(run: str | None) -> None:
         os.rmdir(run)
     except OSError:
         pass
+
+
+CGROUP_NAME = re.compile(r"autograder-(\d+)(-[a-z]+)?")  # `memory_cgroup`'s: the grader's pid, what it is for
+
+
+def remove_cgroups_of_ended_graders(base: str, pid: int | None = None) -> None:
+    """The memory cgroups under `base` of graders that ended without removing them (killed from outside), with
+    whatever is still in them; or, with `pid`, that grader's, once it has ended (batch, after a grader it stopped).
+
+    A grader whose pid is alive keeps its own: a pid reused since is only a cgroup left for a later sweep.
+    """
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        match = CGROUP_NAME.fullmatch(entry.name)
+        if not match or not entry.is_dir(follow_symlinks=False) or (pid is not None and int(match[1]) != pid):
+            continue
+        try:
+            os.kill(int(match[1]), 0)
+            continue  # its grader runs
+        except ProcessLookupError:
+            remove_cgroup(entry.path)
+        except OSError:
+            continue
+
+
+def memory_cgroup_bases() -> list[str]:
+    """Where `memory_cgroup` makes the runs' cgroups: this process's own memory cgroup (v1 and v2)."""
+    try:
+        own = dict(line.strip().split(":", 2)[1:] for line in open("/proc/self/cgroup") if line.count(":") >= 2)
+    except OSError:
+        return []
+    bases = []
+    if "memory" in own:  # cgroup v1: the memory hierarchy
+        bases.append("/sys/fs/cgroup/memory" + own["memory"])
+    if "" in own and os.path.exists("/sys/fs/cgroup/cgroup.subtree_control"):  # cgroup v2, where it is the root
+        bases.append("/sys/fs/cgroup" + own[""])
+    return bases
 
 
 # --- the `sandbox` level's file system: bubblewrap's ------------------------------------------------------------------
@@ -272,4 +328,4 @@ def _why_no_bubblewrap() -> str:
 
 
 # What each level needs of this machine beyond root (`why_not`): a new level adds its probe here.
-PROBES = {Level.SANDBOX: _why_no_bubblewrap, Level.USER: _why_python_unreachable, Level.PROCESSES: lambda: ""}
+PROBES = {Level.SANDBOX: _why_no_bubblewrap, Level.USER: _why_python_unreachable, Level.PROCESSES: _why_not_processes}

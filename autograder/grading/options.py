@@ -62,7 +62,7 @@ class GradeOptions:
     )
     isolation: str = _option(
         "--isolation",
-        "how the graded code is shut in (default: the best this system allows; see the README)",
+        "how the graded code is shut in (default: the best this system allows, which `doctor` names)",
         "auto",
         choices=("auto", *map(str, LEVELS)),
     )

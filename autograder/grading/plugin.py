@@ -16,30 +16,39 @@ its points and a hint, and gives the grading tests two fixtures:
 The hooks start the workers before collection, sort every outcome into a
 status (`verdicts.classify`), ask a failed check of the reference
 (`Grader.machine_fault`: a check the reference fails here too *could not be
-graded*), and write the scorecard and the results file only after every
-worker is gone.
+graded*), settle each check's label as soon as it has run (`settle.py`: a
+check that waits for another task is skipped in pytest's terms, so an editor
+and the closing line tell what the scorecard tells), give each judgement its
+CPU time (`judging.limit`), and write the scorecard and the results file only
+after every worker is gone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from autograder.course import registry
 from autograder.course.regions import has_sources
-from autograder.grading import drawing, fresh_inputs, lastrun, options, pool, scorecard, verdicts
-from autograder.grading.blame import blame_by_dependency
+from autograder.grading import fresh_inputs, judging, lastrun, options, pool, scorecard, verdicts
+from autograder.grading.blame import apply, check_key
 from autograder.grading.grader import BadOptions, Grader, Learner, Reference, lessons_digest
 from autograder.grading.results import Status, TestResult
+from autograder.grading.settle import Settler
+from autograder.grading.settle import describe as describe_function
 from autograder.grading.tasks import LESSONS, graded
-from autograder.kit.checks import GraphsDiffer
 
 GRADER = pytest.StashKey[Grader]()
+SETTLER = pytest.StashKey[Settler]()  # each check's own verdict, and its label (`settle.py`)
 OPTIONS = pytest.StashKey[options.GradeOptions]()  # the run's options: set by a caller (`runner.grade`), or read once
 ZYGOTES = pytest.StashKey[pool.Zygotes]()  # zygotes kept warm across runs by a caller that grades often
+DONE = (Status.PASSED, Status.VOID)  # a check that could not be graded here counts neither way
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,6 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except BadOptions as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.stash[SETTLER] = Settler(config.stash[GRADER])
     if not config.getoption("show_code"):
         config.option.tbstyle = "no"
         config.option.reportchars = ""
@@ -110,9 +120,8 @@ def task_marker(item: pytest.Item) -> tuple[str, int, str]:
 
 
 def describe(item: pytest.Item) -> str:
-    doc = item.function.__doc__ if hasattr(item, "function") else None
-    if doc:
-        return doc.strip().splitlines()[0].rstrip(".")
+    if hasattr(item, "function"):
+        return describe_function(item.function)
     return item.name.removeprefix("test_").replace("_", " ")
 
 
@@ -128,6 +137,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         keep.append(item)
         hidden = item.get_closest_marker("hidden") is not None
         grader.add_check(TestResult(item.nodeid, describe(item), task_id, points, hint, hidden=hidden))
+        config.stash[SETTLER].collected(item.nodeid)
     if drop:
         config.hook.pytest_deselected(items=drop)
     # the checks whose workers wait for torch to import (seconds) run last: the others need not wait behind them
@@ -151,28 +161,54 @@ def reference(request: pytest.FixtureRequest) -> Reference:
     return Reference(request.config.stash[GRADER])
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A check graded already, quietly, for a check that runs through its task (`settle.py`) is not run again."""
+    settler = pyfuncitem.config.stash.get(SETTLER, None)
+    if settler is not None and pyfuncitem.nodeid in settler.grader.by_nodeid:
+        if check_key(pyfuncitem.nodeid) in settler.raw:
+            return True
+    return None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    """A check that fails is asked of the reference too: if the reference fails it here as well, it is void."""
-    try:
+    """The check's own verdict (a failure is asked of the reference too: void if the reference fails it here as
+    well), then its label (`Settler.settle`), which decides pytest's outcome: a check that passed passes, one that
+    waits for another task or could not be graded is skipped (an editor draws it grey, not red), and only a check
+    that went wrong on its own fails."""
+    settler = item.config.stash[SETTLER]
+    grader = settler.grader
+    result = grader.by_nodeid.get(item.nodeid)
+    if result is None or result.settled:
         return (yield)
-    except pool.StartFailed as exc:  # nothing to grade with: stop, rather than fail every check
-        pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
-    except pytest.exit.Exception:
-        raise  # the grader cannot go on: nothing to ask of the reference
-    except Exception as exc:
-        grader = item.config.stash[GRADER]
-        result = grader.by_nodeid.get(item.nodeid)
-        learner = item.funcargs.get("learner")
-        if result is None or result.settled or not isinstance(learner, Learner):
+    key = check_key(item.nodeid)
+    ran = key not in settler.raw  # else graded quietly already: `pytest_pyfunc_call` did not run it again
+    start = time.perf_counter()
+    try:
+        try:
+            with judging.limit(grader.timeout):  # the judgement's own CPU time, here
+                yield
+            exc = None
+        except (pool.StartFailed, pytest.exit.Exception):
             raise
-        fault = grader.machine_fault(learner, item.nodeid, exc, lambda other: _run_with(item, other))
-        if fault == "" and verdicts.judgement_raised(exc):  # the reference's answer passes: the learner's is wrong
-            raise verdicts.Unjudgeable(exc) from None
-        if not fault:
-            raise
-        result.status, result.message, result.settled = Status.VOID, verdicts.could_not_grade(fault), True
-        raise pytest.skip.Exception(result.message, _use_item_location=True) from None
+        except Exception as raised:  # noqa: BLE001 - what a check raises is its verdict
+            exc = raised
+        if ran:
+            learner = item.funcargs.get("learner")
+            again = lambda other: _run_with(item, other)  # noqa: E731
+            settler.conclude(result, exc, learner, again, item.name, time.perf_counter() - start)
+        label = settler.settle(key)
+    except pool.StartFailed as failed:  # nothing to grade with: stop, rather than fail every check
+        pytest.exit(verdicts.start_failed(failed), returncode=pytest.ExitCode.INTERNAL_ERROR)
+    apply(result, label)
+    result.seconds, result.settled = settler.raw[key].seconds, True
+    if label.status == Status.PASSED:
+        return None
+    grader.stop_capstones_waiting_for(result.task)
+    if label.status == Status.VOID or label.waits:
+        raise pytest.skip.Exception(label.message, _use_item_location=True) from None
+    raise settler.raised[key] or AssertionError(label.message)
 
 
 def _run_with(item: pytest.Item, learner: Learner) -> None:
@@ -180,7 +216,8 @@ def _run_with(item: pytest.Item, learner: Learner) -> None:
     mine = item.funcargs["learner"]
     item.funcargs["learner"] = learner
     try:
-        item.runtest()
+        with judging.limit(learner.grader.timeout):
+            item.runtest()
     finally:
         item.funcargs["learner"] = mine
 
@@ -192,35 +229,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     result = grader.by_nodeid.get(item.nodeid)
     if result is None:
         return rep
-    if call.when == "call":
-        result.seconds = round(call.duration, 4)
-    if call.excinfo is None:
-        if call.when == "call" and not result.settled:
-            result.status, result.message, result.settled = Status.PASSED, "", True
-    elif not result.settled:
-        if isinstance(call.excinfo.value, GraphsDiffer):
-            drawing.draw_or_offer(
-                call.excinfo.value,
-                grader.draw,
-                item.name,
-                scorecard.grade_command(result.task, grader.impl_option),
-            )
+    if call.excinfo is not None and not result.settled:  # a fixture's setup or teardown failed: the grader's
         result.status, result.message, result.waits_for, result.cause = verdicts.classify(
             call.excinfo.value, result.task
         )
         result.message = grader.without_paths(result.message)
         result.settled = True
-        grader.stop_capstones_waiting_for(result.task)
     if call.when == "teardown":
-        _save_progress(grader)
+        _save_progress(grader, final=False)
     return rep
 
 
-def _save_progress(grader: Grader) -> None:
-    """The grader's own results file after each check, so that a run stopped from outside keeps what it found."""
+SAVE_EVERY = 1.0  # seconds between two saves of the results while checks run
+
+
+def _save_progress(grader: Grader, final: bool = True) -> None:
+    """The grader's own results file as checks finish, so that a run stopped from outside keeps what it found.
+
+    While checks run, at most once every `SAVE_EVERY` seconds: writing it after each of 200 checks cost a graded
+    run more CPU than its 90 workers' learner code (the file grows with each check). Asked to stop (SIGTERM: batch,
+    at the grader's deadline) it writes the file at once (`_stop_with_results`); killed outright, it loses at most
+    that last second of checks, which are then charged as unfinished.
+    """
     path = grader.options.results_file
-    if path:
+    now = time.monotonic()
+    if path and (final or now - grader.saved_at >= SAVE_EVERY):
         scorecard.write_json(Path(path), grader.results.to_json())
+        grader.saved_at = time.monotonic()
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
@@ -229,6 +264,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     if result is None or (report.when != "call" and report.passed) or not result.settled:
         return None
     status = Status(result.status)
+    if report.skipped and result.waits_for:  # skipped, in pytest's terms, as waiting: the scorecard's word
+        return "waiting", "w", f"WAITS FOR TASK {result.waits_for}"
     # pytest's own "skipped" category expects a skip's report (its summary unpacks the reason): not this one
     category = "skipped_after_timeout" if status == Status.SKIPPED else status.value.replace(" ", "_")
     return category, status.letter, status.value.upper()
@@ -237,10 +274,20 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
 def pytest_sessionstart(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
+    grader = session.config.stash[GRADER]
+    if grader.options.results_file and os.name == "posix":  # batch, and the platforms' runs through it
+        signal.signal(signal.SIGTERM, lambda signum, frame: _stop_with_results(grader))
     try:
-        session.config.stash[GRADER].start()
+        grader.start()
     except pool.StartFailed as exc:
         pytest.exit(verdicts.start_failed(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
+
+
+def _stop_with_results(grader: Grader) -> None:
+    """Asked to stop (batch, at a grader's deadline): the results file as it stands, then the end, at once (the
+    workers and zygotes die with this process)."""
+    _save_progress(grader, final=True)
+    os._exit(128 + signal.SIGTERM)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -257,7 +304,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             result.message = "the grader's own files changed while your code ran: this run's results are void"
         grader.new_answers = False
         grader.asked.clear()
-    blame_by_dependency(grader.results, edition=not has_sources())  # before anything reads or writes the results
+    grader.results.edition = not has_sources()
+    session.config.stash[SETTLER].finish()  # the quiet checks' labels, before anything reads or writes the results
     grader.save_answers()
     grader.save_plans()
     grader.cache.forget_if_workers_could_write()
@@ -268,10 +316,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         )
     if grader.shipping is not None:
         Path(session.config.getoption("ship_answers")).write_text(json.dumps(grader.shipping, sort_keys=True))
-    _save_progress(grader)
+    _save_progress(grader, final=True)
     graded_checks = [t for t in grader.results.tests if not registry.task(t.task).bonus]
     if graded_checks and all(t.status == Status.PASSED for t in graded_checks):
         session.exitstatus = pytest.ExitCode.OK  # a bonus task is never needed: it does not fail the run
+    elif session.exitstatus == pytest.ExitCode.OK and any(t.status not in DONE for t in graded_checks):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # checks that wait are skipped: the run still fails
     # last, and never in the way of the results: the run as `python -m autograder hint` reads it
     task_files = {t: list(graded(t).learner_files) for t in {r.task for r in grader.results.tests}}
     lastrun.save(grader.results, grader.root, grader.file_digests, task_files)

@@ -42,7 +42,6 @@ would charge.
 from __future__ import annotations
 
 import enum
-import importlib.util
 import os
 import re
 import secrets
@@ -61,8 +60,19 @@ from autograder.worker import wire
 
 START_TIMEOUT = 60.0  # seconds for a worker to come up (its zygote may be importing torch)
 DUMP_GRACE = 0.5  # seconds a worker past its deadline has to say where it is before it is killed
-STACK_LINE = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$', re.MULTILINE)
-POSIX_SOCKETS = os.name == "posix" and importlib.util.find_spec("fcntl") is not None  # a child can inherit one
+# a frame line of a worker's stack dump (what its code may have written itself: a line number Python can convert)
+STACK_LINE = re.compile(rb'^  File "(.*)", line (\d{1,9}) in (.*)$', re.MULTILINE)
+
+
+def _has_fcntl() -> bool:
+    try:
+        import fcntl  # noqa: F401  (Windows has none)
+    except ImportError:
+        return False
+    return True
+
+
+POSIX_SOCKETS = os.name == "posix" and _has_fcntl()  # a child can inherit one
 
 
 def start_method(requested: str = "auto") -> str:
@@ -116,13 +126,15 @@ class Budget:
     `wait()` says how long to wait for the answer before looking again, and raises TimeoutError once the call
     is out of time (`stopped_by`: "cpu" or "backstop"). `cpu()` reads the worker's CPU time (None where the
     system does not tell): the CPU is looked at only once the wall clock says the budget could be used up.
+    `cores`: how many of the worker's processes may run at once (1 where it can start none), which use the CPU
+    that much faster than the clock; `start`: the CPU time to count from, if not `cpu()` now.
     """
 
-    def __init__(self, limit: float, cpu=lambda: None):
-        self.limit, self.cpu = limit, cpu
+    def __init__(self, limit: float, cpu=lambda: None, cores: int = 1, start: float | None = None):
+        self.limit, self.cpu, self.cores = limit, cpu, cores
         self.start = time.monotonic()
         self.backstop = self.start + BACKSTOP * limit
-        self.cpu_start = cpu()
+        self.cpu_start = cpu() if start is None else start
         self.stopped_by = ""
 
     def used(self) -> float | None:
@@ -134,7 +146,7 @@ class Budget:
         if now >= self.backstop:
             self.stopped_by = "backstop"
             raise TimeoutError
-        left = self.start + self.limit - now  # CPU time cannot run faster than the wall clock
+        left = self.start + self.limit / self.cores - now  # nor can CPU time run faster than that
         if left > 0:
             return left
         used = self.used()
@@ -143,10 +155,22 @@ class Budget:
             raise TimeoutError
         return min(self.backstop - now, max(0.05, self.limit - used) if used is not None else self.backstop - now)
 
+    def overrun(self) -> bool:
+        """Whether the call, answered, used more than its limit (processes of the worker's, side by side, can)."""
+        if self.cores == 1 or time.monotonic() - self.start < self.limit / self.cores:
+            return False
+        used = self.used()
+        return used is not None and used > self.limit
 
-def cpu_seconds(pid: int, process: subprocess.Popen | None = None) -> float | None:
-    """The CPU time (user and system) process `pid` has used so far, or None where this system does not say."""
+
+def cpu_seconds(pid: int, process: subprocess.Popen | None = None, tree: bool = False) -> float | None:
+    """The CPU time (user and system) process `pid` has used so far, or None where this system does not say.
+
+    `tree` (Linux): its children's too, those it has reaped and every process below it still there.
+    """
     try:
+        if sys.platform == "linux" and tree:
+            return _tree_seconds(pid)
         if sys.platform == "linux":
             with open(f"/proc/{pid}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()  # after the command's name, which may hold spaces
@@ -159,6 +183,32 @@ def cpu_seconds(pid: int, process: subprocess.Popen | None = None) -> float | No
     except (OSError, ValueError, IndexError, AttributeError, subprocess.SubprocessError):
         pass
     return None
+
+
+def _tree_seconds(pid: int, reaped_only: bool = False) -> float | None:
+    """Linux: the CPU time of `pid` and of its children it has reaped (`reaped_only`), or of every process below
+    it too (all of /proc is read: done only for a call that has run as long as its time could be used up)."""
+    below: dict[int, list[int]] = {}
+    used: dict[int, int] = {}
+    for entry in [str(pid)] if reaped_only else os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            below.setdefault(int(fields[1]), []).append(int(entry))
+            used[int(entry)] = sum(int(field) for field in fields[11:15])  # its own, and its reaped children's
+    if pid not in used:
+        return None
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        process = todo.pop()
+        if process not in seen:  # a pid taken again while /proc was read cannot make a loop
+            seen.add(process)
+            total += used.get(process, 0)
+            todo.extend(() if reaped_only else below.get(process, ()))
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _clock_seconds(text: str) -> float:
@@ -217,6 +267,8 @@ class Worker:
         self.group = False
         self.ready = False
         self.dead = False
+        self.tree = False  # it may start processes, whose CPU time counts with its own (`Pool._keep`)
+        self.cores = 1  # how many of its processes may run at once
 
     # --- the conversation --------------------------------------------------------------------------------------------
 
@@ -257,7 +309,11 @@ class Worker:
         except OSError:
             self.kill()
             raise (Diverged if may_run_ahead else WorkerGone)(Lost.ENDED) from None
-        answer = self._read(Budget(limit, self.cpu), may_run_ahead)
+        budget = Budget(limit, self.cpu, self.cores, self._cpu_so_far())
+        answer = self._read(budget, may_run_ahead)
+        if budget.overrun():  # it answered, but its processes had used the call's time, side by side
+            self.kill()
+            raise (Diverged if may_run_ahead else WorkerGone)(Lost.TIMED_OUT, f"{limit:g} s of CPU time") from None
         if type(answer) is not dict or answer.get("id") != n:
             self.kill()
             raise (Diverged if may_run_ahead else WorkerGone)(Lost.GARBLED, "an answer nobody asked for")
@@ -329,8 +385,19 @@ class Worker:
         raise (Diverged if ahead else WorkerGone)(Lost.GARBLED, "an answer nobody asked for")
 
     def cpu(self) -> float | None:
-        """The CPU time the worker process has used so far (None where this system does not say)."""
-        return cpu_seconds(self.pid, self.process) if self.pid else None
+        """The CPU time the worker process has used so far (None where this system does not say); where it may start
+        processes, theirs too (Linux)."""
+        return cpu_seconds(self.pid, self.process, tree=self.tree) if self.pid else None
+
+    def _cpu_so_far(self) -> float | None:
+        """What a call's CPU time counts from: where the worker may start processes, its own and its reaped
+        children's only (a process still running from an earlier call counts whole against this one)."""
+        if self.tree and self.pid:
+            try:
+                return _tree_seconds(self.pid, reaped_only=True)
+            except (OSError, ValueError, IndexError):
+                return None
+        return None
 
     def _read(self, budget: Budget, may_run_ahead: bool) -> object:
         """The answer to the request just sent, within `budget`; past it, ask where the worker is, then kill it."""
@@ -537,6 +604,7 @@ class Zygote:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self.log,
+            start_new_session=True,  # a scheduling group of its own: its workers may renice theirs, no one else's
         )
         theirs.close()
         self.ctrl = mine
@@ -830,6 +898,8 @@ class Pool:
             other.flush(wait=False)
 
     def _keep(self, task: str, worker: Worker) -> None:
+        if not self.options["level"].own_user and sys.platform == "linux":  # it may start processes: count theirs
+            worker.tree, worker.cores = True, self._cores
         if task in self.workers and self.workers[task] is not worker:
             self.workers[task].kill()
         self.workers[task] = worker

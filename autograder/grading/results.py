@@ -153,6 +153,9 @@ class Results:
     platform: str | None = (
         None  # graded as a platform's grader (Gradescope, PrairieLearn): its container is the sandbox
     )
+    # checks of tasks the run did not select, graded quietly because a check it graded runs through their code
+    # (`blame.py`): never scored nor shown, only named by the checks that wait for them
+    quiet: list[TestResult] = field(default_factory=list)
 
     @property
     def tasks(self) -> list[TaskResult]:
@@ -188,7 +191,8 @@ class Results:
     @classmethod
     def from_json(cls, data: dict) -> Results:
         tests = [TestResult(**current(t)) for t in data.get("tests", [])]
-        return cls(**{**data, "tests": tests})
+        quiet = [TestResult(**current(t)) for t in data.get("quiet", [])]
+        return cls(**{**data, "tests": tests, "quiet": quiet})
 
 
 def current(test: dict) -> dict:

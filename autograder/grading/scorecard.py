@@ -109,7 +109,7 @@ def scorecard(
         out.append(EDITION_WAITS)
     if isolation and not platform:  # a platform's container is the sandbox: its instructor reads `platform_note`
         out.append(f"Your code ran in separate processes; isolation level: {isolation}")
-        if Level(isolation).feedback_only:  # what this level cannot promise (the README's isolation table)
+        if Level(isolation).feedback_only:  # what this level cannot promise (guides/instructors/honest-grading.md)
             out.append("This is feedback: at this level your code could change files of the grader's, so the")
             out.append("grade that counts comes from a sandboxed run (Gradescope, or a batch run as root).")
     out.append("")

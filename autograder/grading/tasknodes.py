@@ -24,14 +24,14 @@ import pytest
 from autograder.course import registry
 from autograder.grading import scorecard
 from autograder.grading.plugin import GRADER
-from autograder.grading.tasks import LESSONS
+from autograder.grading.tasks import LESSONS, node_label
 
 GROUP = re.compile(r"task (\d+\.\d+) ")  # how a task's node begins (`label`)
 
 
 def label(task_id: str) -> str:
     """The name of a task's node: its id and title, as the scorecard writes them."""
-    return f"task {task_id} · {registry.task(task_id).title}"
+    return node_label(task_id)
 
 
 class TaskChecks(pytest.Class):

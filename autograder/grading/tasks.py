@@ -26,6 +26,11 @@ LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 LESSONS_PACKAGE = f"{__package__.rpartition('.')[0]}.lessons"  # what pytest names the test modules there
 
 
+def node_label(task_id: str) -> str:
+    """The name of a task's node in pytest's tree (`tasknodes`): its id and title, as the scorecard writes them."""
+    return f"task {task_id} · {registry.task(task_id).title}"
+
+
 @dataclass(frozen=True)
 class GradedTask:
     """One task as a grading run sees it."""

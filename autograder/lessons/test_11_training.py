@@ -68,15 +68,12 @@ def train_run(impl, seed, xs, ys, steps, learning_rate, stale_grads=False):
 
 @scenario
 def train_without_zeroing(impl, seed, xs, ys, steps, learning_rate):
-    """The classic bug, run over the reference as an oracle of what a wrong history looks like: no zero_grad."""
+    """The classic bug, run over the reference as an oracle of what a wrong history looks like: `train` with a
+    `zero_grad` that does nothing. Only `reference.run` runs it, so `train` is the reference's: the oracle holds no
+    line of the task's solution (a student edition ships this file, and records the answer)."""
     model = lesson_model(impl, seed)
-    history = []
-    for _ in range(steps):
-        loss = impl.train.squared_error_loss([model(x) for x in xs], ys)
-        sweep(loss)
-        impl.train.sgd_step(model.parameters(), learning_rate)
-        history.append(loss.data)
-    return history
+    model.zero_grad = lambda: None
+    return impl.train.train(model, xs, ys, steps, learning_rate)
 
 
 # --- judgements: run here, on the trusted side ----------------------------------------------------------------------

@@ -25,7 +25,10 @@ permissions.
 between the grader and the worker, with the time limits, the memory cap where
 the system enforces one (Linux), and a process group of its own where there
 are process groups (POSIX), killed with the check; but the worker runs as the
-learner's user.
+learner's user. It may start processes: on Linux they stay below it (it is
+their "subreaper"), where the grader counts their CPU time with its own. As
+root (`--isolation processes`, or no bubblewrap), the worker still becomes a
+user of its own, as at `user`: no learner code ever runs as root.
 
 Every Linux-only call (`prctl`, `unshare`, `mount`, `RLIMIT_*`) stays behind a
 check of the platform or of the call's presence: macOS and Windows reach only
@@ -86,15 +89,35 @@ def shut_in(level: Level, memory_mb: int, uid: int, file_mb: int = 16, cgroup: s
         _private_mounts(cgroup)
     elif level.process_group and HAS_GROUPS and os.getpgid(0) != os.getpid():
         os.setpgid(0, 0)  # a group of its own, killed with the check (a spawned worker leads one already)
+    if level.process_group and LINUX:  # what it starts stays below it, orphans too: the grader counts their CPU time
+        libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     _limits(level, memory_mb, file_mb)
+    # a folder it may not write to: its own /tmp at `sandbox`; at `user` there may be no folder it can write at all
+    folder = "/tmp" if level.namespaces else "/" if level.own_user else _scratch()
+    if level.own_user or as_root():  # `processes` as root: no learner code runs as root either
+        become(uid)
     if level.own_user:
-        os.setgroups([])
+        allow_only_what_workers_need()
+    os.chdir(folder)
+
+
+def as_root() -> bool:
+    """Whether this process runs as root (POSIX)."""
+    return getattr(os, "geteuid", lambda: -1)() == 0
+
+
+def become(uid: int) -> None:
+    """Become user and group `uid`, with no other group and no way to gain privileges again. Irreversible."""
+    os.setgroups([])
+    if hasattr(os, "setresuid"):
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+    else:  # macOS: as root, these set the real, effective and saved ids all
+        os.setgid(uid)
+        os.setuid(uid)
+    if LINUX:
+        libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # /proc/self/* stays root's (autogroup, comm), whatever the system
         libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        allow_only_what_workers_need()
-    # a folder it may not write to: its own /tmp at `sandbox`; at `user` there may be no folder it can write at all
-    os.chdir("/tmp" if level.namespaces else "/" if level.own_user else _scratch())
 
 
 # The system calls a shut-in worker may make (`allow_only_what_workers_need`), by family. What workers called while
@@ -102,14 +125,14 @@ def shut_in(level: Level, memory_mb: int, uid: int, file_mb: int = 16, cgroup: s
 # each worker's `setresuid`), and what the C library and Python call instead on other kernels and versions (`statx`
 # for `newfstatat`, `ppoll` for `pselect6`, ...) or on paths those runs did not take (a signal handler's return, a
 # stack dump on SIGUSR1). Every other call fails with EPERM: new sockets, programs, processes in new namespaces,
-# System V and POSIX IPC, keyrings, io_uring, ptrace, perf events, BPF, mounts, user and group changes.
+# System V and POSIX IPC, keyrings, io_uring, ptrace, perf events, BPF, mounts, user and group changes, file locks.
 SYSCALLS = {
     "files it has or opens": (
         "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
         "lseek", "close", "close_range", "open", "openat", "openat2", "creat", "stat", "fstat", "lstat",
         "newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat", "faccessat2", "getdents", "getdents64",
-        "readlink", "readlinkat", "getcwd", "chdir", "fchdir", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2",
-        "flock", "fsync", "fdatasync", "ftruncate", "fadvise64", "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir",
+        "readlink", "readlinkat", "getcwd", "chdir", "fchdir", "dup", "dup2", "dup3", "pipe", "pipe2",
+        "fsync", "fdatasync", "ftruncate", "fadvise64", "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir",
         "rename", "renameat", "renameat2", "umask", "fchmod", "utimensat", "sendfile", "copy_file_range",
         "memfd_create",
     ),
@@ -129,7 +152,7 @@ SYSCALLS = {
         "getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
         "getgroups", "getpgid", "getpgrp", "getsid", "getpriority", "setpriority", "uname", "sysinfo", "getrlimit",
         "prlimit64", "getrusage", "sched_getaffinity", "sched_yield", "sched_getparam", "sched_getscheduler",
-        "getcpu", "getrandom", "prctl", "arch_prctl", "set_tid_address", "set_robust_list", "get_robust_list",
+        "getcpu", "getrandom", "arch_prctl", "set_tid_address", "set_robust_list", "get_robust_list",
         "rseq", "futex", "futex_waitv", "exit", "exit_group", "wait4", "waitid",
     ),
     "the socket it was given": (
@@ -139,17 +162,43 @@ SYSCALLS = {
     ),
 }  # fmt: skip
 NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUSER | 0x02000000
-TIOCSTI = 0x5412  # types into the terminal: never, from any ioctl a worker may otherwise make
+PR_SET_DUMPABLE = 4
+# Calls allowed only for some values of one argument: (call, the argument's position, where the values are named,
+# their names). Each value is matched on all 64 bits of the argument, where the kernel reads 32 (a value a
+# denylist refuses would pass it with high bits set). Left out: what workers could pass data to each other
+# through, or signal each other by: a lock on a file they all read (`fcntl`'s record and open-file locks and
+# leases; `flock` is not in `SYSCALLS` either), a pty pair (unlocking its other end, TIOCSPTLCK; TIOCSTI, which
+# types into a terminal), /proc/self/* made its own (PR_SET_DUMPABLE: /proc/self/autogroup renices the whole
+# session) and a new name (PR_SET_NAME, which every user reads in /proc at `user`).
+ARGUMENTS = (
+    ("fcntl", 1, "fcntl", "F_DUPFD F_DUPFD_CLOEXEC F_GETFD F_SETFD F_GETFL F_SETFL F_GETPIPE_SZ F_SETPIPE_SZ"),
+    ("fcntl", 1, "fcntl", "F_ADD_SEALS F_GET_SEALS"),  # on a memfd of its own
+    ("fcntl64", 1, "fcntl", "F_DUPFD F_DUPFD_CLOEXEC F_GETFD F_SETFD F_GETFL F_SETFL"),
+    ("ioctl", 1, "termios", "TCGETS TIOCGWINSZ FIONREAD FIONBIO FIOCLEX FIONCLEX"),  # isatty, sizes, blocking
+    # PR_GET_PDEATHSIG, _DUMPABLE, _NAME, _SECCOMP, PR_CAPBSET_READ, PR_GET_TIMERSLACK, _NO_NEW_PRIVS,
+    # _THP_DISABLE: what it may ask of itself; PR_SET_VMA: the C library names a map of its own
+    ("prctl", 0, "", "2 3 16 21 23 30 39 42 0x53564d41"),
+)
+
+
+def _values(module: str, names: str) -> list[int]:
+    """The values `names` stand for: numbers, or constants of `module` (those this platform's Python knows)."""
+    if not module:
+        return [int(name, 0) for name in names.split()]
+    import importlib
+
+    found = importlib.import_module(module)
+    return sorted({getattr(found, name) for name in names.split() if hasattr(found, name)})
 
 
 def allow_only_what_workers_need() -> bool:
     """Linux: from here on, only the system calls of `SYSCALLS` succeed; every other one fails with EPERM.
 
     A seccomp filter, compiled by libseccomp (the library Docker, systemd and bubblewrap use), whose default
-    action refuses. Two calls are allowed with a condition on their arguments: `clone` without a namespace flag
-    (and RLIMIT_NPROC refuses a new process anyway), `ioctl` but TIOCSTI. `clone3`, whose flags a filter cannot
-    read, fails with ENOSYS, and the C library then falls back to `clone`, as under Docker's default profile.
-    Returns False where libseccomp is missing (`doctor` says so).
+    action refuses. Some calls are allowed with a condition on their arguments: `clone` without a namespace flag
+    (and RLIMIT_NPROC refuses a new process anyway), and `fcntl`, `ioctl` and `prctl` for the requests of
+    `ARGUMENTS` only. `clone3`, whose flags a filter cannot read, fails with ENOSYS, and the C library then falls
+    back to `clone`, as under Docker's default profile. Returns False where libseccomp is missing (`doctor` says so).
     """
     import ctypes
     import errno
@@ -162,7 +211,7 @@ def allow_only_what_workers_need() -> bool:
     class ArgCmp(ctypes.Structure):  # struct scmp_arg_cmp
         _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
 
-    allow, not_equal, masked_eq = ctypes.c_uint32(0x7FFF0000), 1, 7  # SCMP_ACT_ALLOW, SCMP_CMP_NE, SCMP_CMP_MASKED_EQ
+    allow, equal, masked_eq = ctypes.c_uint32(0x7FFF0000), 4, 7  # SCMP_ACT_ALLOW, SCMP_CMP_EQ, SCMP_CMP_MASKED_EQ
 
     def fail_with(code: int) -> ctypes.c_uint32:  # SCMP_ACT_ERRNO(code)
         return ctypes.c_uint32(0x00050000 | code)
@@ -187,7 +236,9 @@ def allow_only_what_workers_need() -> bool:
             rule(allow, call)
         clone_flags = 1 if os.uname().machine.startswith("s390") else 0  # where clone() takes its flags
         rule(allow, "clone", ArgCmp(clone_flags, masked_eq, NAMESPACE_FLAGS, 0))
-        rule(allow, "ioctl", ArgCmp(1, not_equal, TIOCSTI, 0))
+        for call, position, module, names in ARGUMENTS:
+            for value in _values(module, names):
+                rule(allow, call, ArgCmp(position, equal, value, 0))
         rule(fail_with(errno.ENOSYS), "clone3")
         done(lib.seccomp_load(ctx), "seccomp_load")
     finally:
@@ -250,6 +301,10 @@ def _private_mounts(cgroup: str | None) -> None:
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
         _check(c.mount(None, path.encode(), None, flags, None), f"read-only {path}")
         os.close(fd)
+    # no pty: bubblewrap's devpts is one for every worker of a zygote, and a pty pair one worker made, whose other
+    # end it opened to all, carries data to another (/dev/ptmx, which points into it, then leads nowhere)
+    if os.path.ismount("/dev/pts"):
+        _check(c.umount2(b"/dev/pts", MNT_DETACH), "unmount /dev/pts")
     # its own /proc: the processes of its PID namespace only (the host's showed every grader's command line)
     _check(c.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
 

@@ -3,7 +3,7 @@
 - `course/_build/executed/<page>.json` (committed): what each Python block of a page printed, and the grader
   runs that lesson 0 shows, keyed by the code they came from (as Jupyter Book's execution cache keys a
   notebook's outputs by its code). A fresh clone's first build reads them and runs nothing. Written by
-  `python -m autograder build`, checked by `python -m autograder build --check`; never by a plain `mkdocs build`.
+  `python -m autograder dev build`, checked by `python -m autograder dev build --check`; never by a plain `mkdocs build`.
 - `.cache/site/` (gitignored): what this machine ran, keyed as above plus this machine's Python and packages.
   The environment variable `COURSE_SITE_CACHE` names another folder.
 
@@ -13,9 +13,9 @@ Environment variables of a build:
   Unix-only modules hidden, whose output must not be kept);
 - `COURSE_SITE_COMMITTED=0`: the committed results are not read (a build from nothing, or from what this
   machine ran: the site test compares what it gets with the committed results);
-- `COURSE_SITE_CHECK=1`: nothing runs; a result missing from the committed folder is reported (`build --check`);
+- `COURSE_SITE_CHECK=1`: nothing runs; a result missing from the committed folder is reported (`dev build --check`);
 - `COURSE_SITE_RECORD=FILE`: at the end of the build, write there what the committed folder should hold
-  (`Committed.record`), for `python -m autograder build`.
+  (`Committed.record`), for `python -m autograder dev build`.
 
 - `solutions_fingerprint()`: the digest of the reference a page's output depends on (the course's one digest of
   sources, `autograder.grading.caches.sources_digest`, which also owns the local cache's folder).
@@ -56,7 +56,7 @@ def flag(name: str) -> bool:
 
 
 def recording() -> bool:
-    """A build for `python -m autograder build`: what depends on the grader is run (or read from this machine's
+    """A build for `python -m autograder dev build`: what depends on the grader is run (or read from this machine's
     cache), not read from the committed results, so that they are rewritten where what it prints changed."""
     return bool(os.environ.get("COURSE_SITE_RECORD")) and not flag("COURSE_SITE_CHECK")
 
@@ -112,7 +112,7 @@ class Committed:
 
     Each page's file lists, in the order the build used them, its blocks (key, session, code, output) and the
     grader runs it shows (key, command, output), with the machine that made them. `record()` says which files
-    `python -m autograder build` must write or delete so that the folder holds exactly what this build used.
+    `python -m autograder dev build` must write or delete so that the folder holds exactly what this build used.
     """
 
     def __init__(self, folder: Path = EXECUTED, read: bool = True):
@@ -141,7 +141,7 @@ class Committed:
                 data = {
                     "about": f"What the Python blocks of course/{page} printed (and the grader runs it shows), keyed "
                     "by their code, the code before them in their session and the sources they use. Written by "
-                    "`python -m autograder build`; do not edit.",
+                    "`python -m autograder dev build`; do not edit.",
                     "made with": made_with,
                     "results": results,
                 }
@@ -177,7 +177,7 @@ class BlockRunner:
         self.context = context  # what every block's output depends on: solutions/, pagekit (the same everywhere)
         # a name in a block's code -> the digest of what that name brings in (the grader's sources). It is part of
         # the local cache's key, not of the committed one: a block is committed by what it prints, so an edit of
-        # the grader that prints the same leaves course/_build/executed/ alone. `python -m autograder build`
+        # the grader that prints the same leaves course/_build/executed/ alone. `python -m autograder dev build`
         # (`COURSE_SITE_RECORD`) runs such a block again whenever that digest changes, and the site test compares
         # what it prints with what is committed.
         self.depends = depends

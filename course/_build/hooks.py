@@ -18,7 +18,7 @@
   A directive it does not know stops the build.
   `<!-- course: clone -->`          the `git clone` command of the course (mkdocs.yml's `repo_url` when set)
 - Keeps what the pages' Python blocks and lesson 0's grader runs printed in `course/_build/executed/`
-  (committed, keyed by their code: `python -m autograder build` writes it), so that a fresh clone's build
+  (committed, keyed by their code: `python -m autograder dev build` writes it), so that a fresh clone's build
   runs nothing; whatever does run is announced on mkdocs' log as it starts.
 - Runs the pages' Python blocks (markdown-exec) through `buildcache.BlockRunner`:
   a block whose code, session and sources are unchanged is not run again, so a
@@ -34,8 +34,6 @@
   script and no font from elsewhere. A long inline formula is cut into pieces
   after its operators, so that it wraps on a phone.
 - Numbers the ids inside each figure's SVG, per page.
-- Gives the cells of a table inside `<div class="bp-cards" markdown>` their column's heading, for the card
-  layout a phone shows (course.css).
 """
 
 from __future__ import annotations
@@ -125,7 +123,7 @@ def _edition() -> bool:
 
 def _graded_course() -> Path:
     """Where lesson 0's grader runs take the grader from: this course, or the edition `COURSE_EDITION` names
-    (`python -m autograder student-edition` builds the edition's site, whose lesson 0 shows the edition's grader)."""
+    (`python -m autograder export student-edition` builds the edition's site, whose lesson 0 shows the edition's grader)."""
     named = os.environ.get("COURSE_EDITION", "")
     return Path(named) if named and Path(named).is_dir() else REPO
 
@@ -154,7 +152,7 @@ class GraderRun:
 
     What it printed is kept with the pages' results: committed, keyed by what it grades (the solutions' sources),
     and in the local cache, keyed by the grader's sources too. A plain build reads the committed result;
-    `python -m autograder build` runs it again when the grader changed, and rewrites it only if it prints
+    `python -m autograder dev build` runs it again when the grader changed, and rewrites it only if it prints
     something else.
     """
 
@@ -351,12 +349,12 @@ def on_post_build(config):
     buildcache.TIMINGS.write_text(json.dumps(timings, indent=1))
     buildcache.prune()
     record = os.environ.get("COURSE_SITE_RECORD")
-    if record:  # for `python -m autograder build`: what course/_build/executed/ should hold
+    if record:  # for `python -m autograder dev build`: what course/_build/executed/ should hold
         Path(record).write_text(json.dumps(_committed.record(_made_with()), ensure_ascii=False))
     elif (ran or runs) and not buildcache.flag("COURSE_SITE_RERUN"):
         buildcache.log.info(
             f"course: ran {ran} blocks and {runs} grader runs in {time.perf_counter() - _started[0]:.0f} s; "
-            "their results are not in course/_build/executed/ (`python -m autograder build` writes them there)"
+            "their results are not in course/_build/executed/ (`python -m autograder dev build` writes them there)"
         )
 
 
@@ -769,45 +767,9 @@ def _render_afresh(page, config, files) -> str:
     return page.content
 
 
-CARDS = re.compile(r'(?P<before><div class="bp-cards">(?:(?!<table>|</div>).)*)(?P<table><table>.*?</table>)', re.S)
-
-
-def _cards(content: str) -> str:
-    """A table inside `<div class="bp-cards" markdown>` becomes a card per row on a phone (course.css): each cell
-    gets its column's heading (`data-label`, shown before it) and its content in a span (the other column of
-    the card's line), and every part its table role, which a screen reader would lose when the cells are laid
-    out as blocks."""
-
-    def table(match: re.Match) -> str:
-        text = match["table"]
-        heads = [
-            html.unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in re.findall(r"<th\b[^>]*>(.*?)</th>", text, re.S)
-        ]
-
-        def row(tr: re.Match) -> str:
-            labels = iter(heads)
-            cells = re.sub(
-                r"<td\b([^>]*)>(.*?)</td>",
-                lambda td: (
-                    f'<td role="cell" data-label="{html.escape(next(labels, ""), quote=True)}"{td[1]}>'
-                    f"<span>{td[2]}</span></td>"
-                ),
-                tr[0],
-                flags=re.S,
-            )
-            return re.sub(r"<th\b", '<th role="columnheader"', cells.replace("<tr>", '<tr role="row">', 1))
-
-        text = re.sub(r"<tr>.*?</tr>", row, text, flags=re.S)
-        for part in ("thead", "tbody"):
-            text = text.replace(f"<{part}>", f'<{part} role="rowgroup">')
-        return match["before"] + text.replace("<table>", '<table role="table">', 1)
-
-    return CARDS.sub(table, content)
-
-
 def on_page_content(content: str, page, config, files):
     if _runner and _runner.diverged:
         content = _render_afresh(page, config, files)
-    content = _cards(_number_figures(MATH.sub(lambda m: _mathml(m, page.file.src_path), content)))
+    content = _number_figures(MATH.sub(lambda m: _mathml(m, page.file.src_path), content))
     _timings[page.file.src_path] = time.perf_counter() - _timings[page.file.src_path]
     return content

@@ -24,13 +24,14 @@ a cgroup's CPU accounting where the benchmark may make one, as root; else only w
 
 - the floor again, on that core;
 - a graded run of the reference from a fresh PrairieLearn bundle, as a platform's container starts it: `python -m
-  autograder prairielearn-run` in a new copy of the grader (no bytecode of the course's files, nothing in the
+  autograder run prairielearn` in a new copy of the grader (no bytecode of the course's files, nothing in the
   grader's cache folders), the reference's files as the submission; at the machine's best level;
-- the same with `--isolation user` in place of `prairielearn-run` (`pytest autograder --fresh-inputs 1` in the fresh
+- the same with `--isolation user` in place of `run prairielearn` (`pytest autograder --fresh-inputs 1` in the fresh
   bundle: the level Gradescope and PrairieLearn run at), where this machine has it;
 - a learner's run (`pytest autograder --impl solutions`, warm: Python's bytecode kept, as on a learner's machine).
 
-`--one-core` times only these.
+`--one-core` times only these. `--where` runs the cold graded run once more and splits its CPU by process: the
+grader, each zygote, the workers (their costliest apart), for a reader to see where the time goes.
 
 Each figure is the median wall time, then the median CPU time the command and every process it waited for used
 (workers included; less moved by the machine's load). Commands are interleaved, so that a burst of load on the
@@ -108,7 +109,11 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="REV", help="also time the full run of this commit")
     parser.add_argument("--user", metavar="NAME", help="also time an ordinary user's runs (as root; see above)")
     parser.add_argument("--one-core", action="store_true", help="time only the one-core CPU figures (see above)")
+    parser.add_argument("--where", action="store_true", help="split one cold graded run's CPU by process (see above)")
     args = parser.parse_args()
+    if args.where:
+        where_cpu_goes()
+        return
     if args.one_core:
         one_core(args.runs)
         return
@@ -170,9 +175,13 @@ def main() -> None:
     one_core(args.runs)
 
 
-def cpu_of(cmd: list[str], cwd: Path = REPO, env: dict | None = None) -> float:
+def cpu_of(cmd: list[str], cwd: Path = REPO, env: dict | None = None, processes: dict | None = None) -> float:
     """The CPU seconds of `cmd`'s whole process tree: a cgroup of its own (v1's cpuacct or v2) where this process
-    may make one; else what `cmd` and the processes it waited for used (forked workers are not among them)."""
+    may make one; else what `cmd` and the processes it waited for used (forked workers are not among them).
+
+    `processes`: filled, where there is such a cgroup, with each process of the tree as last seen (its pid: CPU
+    seconds, parent's pid, command line), looked at every few milliseconds while it runs: a process that ends
+    between two looks is seen with less than it used, so their sum falls short of the total a little."""
     for folder, usage in (("/sys/fs/cgroup/cpuacct", "cpuacct.usage"), ("/sys/fs/cgroup", "cpu.stat")):
         group = Path(folder) / f"bench-grading-{os.getpid()}"
         try:
@@ -181,7 +190,11 @@ def cpu_of(cmd: list[str], cwd: Path = REPO, env: dict | None = None) -> float:
             continue
         try:
             wrapped = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *cmd]
-            subprocess.run(wrapped, cwd=cwd, env=env, check=False, capture_output=True)
+            run = subprocess.Popen(wrapped, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while run.poll() is None:
+                if processes is not None:
+                    _look_at(group, processes)
+                time.sleep(0.005 if processes is not None else 0.05)
             text = (group / usage).read_text()
             if usage == "cpu.stat":
                 return int(dict(line.split() for line in text.splitlines())["usage_usec"]) / 1e6
@@ -192,12 +205,64 @@ def cpu_of(cmd: list[str], cwd: Path = REPO, env: dict | None = None) -> float:
     return wall(cmd, cwd)[1]
 
 
+def _look_at(group: Path, processes: dict) -> None:
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        pids = (group / "cgroup.procs").read_text().split()
+    except OSError:
+        return
+    for pid in map(int, pids):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            line = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after the name, which may hold anything
+        seen = (int(fields[11]) + int(fields[12])) / tick
+        before = processes.get(pid, (0.0, 0, ""))
+        processes[pid] = (max(seen, before[0]), int(fields[1]), line or before[2])
+
+
+def where_cpu_goes() -> None:
+    """`--where`: one cold graded run (as `one_core`'s), its CPU split by process: the grader, each zygote, and
+    the workers, with the costliest ones apart."""
+    cores = sorted(os.sched_getaffinity(0))
+    top, source, grade_root = fresh_bundle()
+    processes: dict[int, tuple[float, int, str]] = {}
+    try:
+        run = [sys.executable, "-m", "autograder", "prairielearn-run", "--root", str(grade_root)]
+        total = cpu_of(["taskset", "-c", str(cores[-1]), *run], cwd=source, processes=processes)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    if not processes:
+        print("--where needs a CPU cgroup of its own (root on Linux)")
+        return
+    roles: dict[str, list[float]] = {}
+    for cpu, parent, line in processes.values():
+        if "autograder.worker zygote" in line:  # a zygote, or a worker it forked (which has its command line)
+            parent_line = processes.get(parent, (0, 0, ""))[2]
+            role = "workers" if "autograder.worker" in parent_line else f"zygote{' (torch)' * line.endswith('torch')}"
+        elif " -m autograder grade " in f"{line} ":
+            role = "grader (pytest, judgements, the reference's answers)"
+        else:
+            role = "other (" + " ".join(Path(w).name for w in line.split()[:3]) + ")"
+        roles.setdefault(role, []).append(cpu)
+    floor = cpu_of(["taskset", "-c", str(cores[-1]), sys.executable, "-c", "import torch, pytest"])
+    print(f"\nWhere a cold graded run's {total:.2f} CPU s go (core {cores[-1]}; floor {floor:.2f} s)")
+    for role, cpus in sorted(roles.items(), key=lambda kv: -sum(kv[1])):
+        costliest = ", ".join(f"{c:.2f}" for c in sorted(cpus, reverse=True)[:5]) if len(cpus) > 1 else ""
+        print(f"{role:<55}{sum(cpus):>7.2f}  {len(cpus):>3} processes", end="")
+        print(f"; costliest {costliest}" if costliest else "")
+    unseen = total - sum(cpu for cpu, _, _ in processes.values())
+    print(f"{'not seen (processes that ended between two looks)':<55}{unseen:>7.2f}")
+
+
 def fresh_bundle() -> tuple[Path, Path, Path]:
     """A new PrairieLearn bundle of this repository (its grader's source folder), and a /grade tree whose
     student folder holds the reference's files."""
     top = Path(tempfile.mkdtemp(prefix="bench-cold-"))
-    subprocess.run([sys.executable, "-m", "autograder", "prairielearn", "--out", str(top / "pl")], cwd=REPO, check=True,
-                   capture_output=True)  # fmt: skip
+    export = [sys.executable, "-m", "autograder", "export", "prairielearn", "--out", str(top / "pl")]
+    subprocess.run(export, cwd=REPO, check=True, capture_output=True)
     student = top / "grade" / "student"
     student.mkdir(parents=True)
     for path in (REPO / "solutions").glob("*.py"):
@@ -224,7 +289,7 @@ def one_core(runs: int) -> None:
                 run = ["-m", "pytest", "autograder", "--impl", str(grade_root / "student"), "--fresh-inputs", "1",
                        "--isolation", "user", "-p", "no:cacheprovider"]  # fmt: skip
             else:
-                run = ["-m", "autograder", "prairielearn-run", "--root", str(grade_root)]
+                run = ["-m", "autograder", "run", "prairielearn", "--root", str(grade_root)]
             return cpu_of([*python, *run], cwd=source, env=env)
         finally:
             shutil.rmtree(top, ignore_errors=True)

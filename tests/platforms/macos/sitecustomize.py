@@ -25,6 +25,7 @@ class MacLibrary(ctypes.CDLL):
 
 
 ctypes.CDLL = MacLibrary
+os.geteuid = os.getuid = lambda: 501  # a learner's account (a Mac numbers them from 501), never root
 del resource.RLIMIT_AS
 if hasattr(os, "pidfd_open"):
     del os.pidfd_open
