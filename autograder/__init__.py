@@ -18,7 +18,8 @@ LAYERS: dict[str, str] = {
     "the pytest hooks that drive it (plugin.py), which task a failure is charged to (blame.py, from what each "
     "check runs through; settle.py, as each check runs), each judgement's CPU limit (judging.py), the one "
     "runner, results (one `Status` model) and the one "
-    "writer of learner text (scorecard.py: scorecard, next step, checks not run), the worker pool (pool.py), "
+    "writer of learner text (scorecard.py: scorecard, next step, checks not run), the worker pool (pool.py; a "
+    "worker's handle in handle.py, a call's CPU budget in budget.py, how workers start in launchers.py), "
     "the isolation level (isolation.py), the caches, doctor, watch, batch; options.py declares each option of "
     "a grading run once (`GradeOptions`: pytest's options, the subcommands', the notebooks'), and writes the "
     "one command line a child grader gets",

@@ -1381,10 +1381,10 @@ def test_the_text_of_a_drawing_is_read_in_time_proportional_to_it():
 def test_a_stack_a_stopped_worker_sends_is_read_whatever_its_numbers():
     """The frames a worker past its deadline reports are its to write: a line number of 5,000 digits (past
     Python's limit on converting one) is not a frame, and the others still are."""
-    from autograder.grading import pool
+    from autograder.grading import handle
 
     dump = b'  File "engine.py", line ' + b"9" * 5_000 + b' in f\n  File "engine.py", line 12 in __pow__\n'
-    assert pool.stack_of(dump) == [("engine.py", 12, "__pow__")]
+    assert handle.stack_of(dump) == [("engine.py", 12, "__pow__")]
 
 
 # --- `processes`: no learner code runs as root, and the CPU time of what a worker starts counts -----------------------

@@ -6,7 +6,7 @@ import io
 import subprocess
 import sys
 
-from autograder.grading import doctor, pool, watch
+from autograder.grading import doctor, launchers, pool, watch
 
 from .conftest import REPO
 
@@ -21,7 +21,7 @@ def test_doctor_finds_nothing_wrong_on_a_working_machine():
 
 def test_a_worker_that_cannot_start_is_a_problem_with_its_reason_and_a_fix(monkeypatch):
     broken = [sys.executable, "-c", "import sys; sys.exit('ModuleNotFoundError: no module named autograder')"]
-    monkeypatch.setattr(pool, "python", lambda: broken)
+    monkeypatch.setattr(launchers, "python", lambda: broken)
     monkeypatch.setattr(doctor, "CHECKS", (doctor.workers_start,))
     out = io.StringIO()
     assert doctor.main(out) == 1

@@ -243,10 +243,10 @@ def test_a_worker_that_cannot_start_stops_the_run_with_its_error(monkeypatch):
     """The grader's fault (here: a worker interpreter that dies at once) is one clear error, not a failed check."""
     import sys
 
-    from autograder.grading import pool, runner
+    from autograder.grading import launchers, runner
 
     broken = [sys.executable, "-c", "import sys; sys.exit('ModuleNotFoundError: no module named autograder')"]
-    monkeypatch.setattr(pool, "python", lambda: broken)
+    monkeypatch.setattr(launchers, "python", lambda: broken)
     for start in ("fork", "spawn"):
         with pytest.raises(RuntimeError) as caught:
             runner.grade("solutions", lessons=[2], workers=start)
@@ -259,9 +259,9 @@ def test_workers_import_the_grader_that_runs_them_whatever_the_install_says():
     """A checkout moved after `pip install -e` must not leave the workers importing another (or no) `autograder`."""
     import os
 
-    from autograder.grading import pool
+    from autograder.grading import launchers
 
-    assert pool.worker_env()["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
+    assert launchers.worker_env()["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
 
 
 def test_calls_sent_ahead_never_stand_in_for_calls_the_run_did_not_make(tmp_path, reference_run):

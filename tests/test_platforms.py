@@ -46,8 +46,8 @@ def probe(env: dict, code: str, python: str = sys.executable) -> str:
 @pytest.mark.parametrize("platform", ["macos", "windows"])
 def test_a_simulated_platform_grades_the_reference_to_full_marks_and_the_stubs_to_zero(platform, tmp_path):
     env = {"PYTHONPATH": str(PLATFORMS / platform)}
-    how = "from autograder.grading import isolation, pool; print(pool.start_method(), pool.POSIX_SOCKETS, "
-    how += "isolation.best_level())"
+    how = "from autograder.grading import isolation, launchers as start; "
+    how += "print(start.start_method(), start.POSIX_SOCKETS, isolation.best_level())"
     expected = {"macos": "spawn True processes", "windows": "spawn False processes"}[platform]
     assert probe(env, how) == expected, "the simulation did not take"
     reference = grade("solutions", *LESSONS, tmp_path=tmp_path, env=env)

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from autograder.grading import pool, verdicts
+from autograder.grading import budget, handle, launchers, pool, verdicts
 from autograder.worker import main as worker_main
 from autograder.worker import wire
 
@@ -74,18 +74,18 @@ time.sleep(600)
 """
 
 
-def stand_in(how: str, planned: int = 0) -> tuple[pool.Worker, subprocess.Popen]:
+def stand_in(how: str, planned: int = 0) -> tuple[handle.Worker, subprocess.Popen]:
     grader_end, worker_end = socket.socketpair()
     process = subprocess.Popen(
         [sys.executable, "-c", STAND_IN, str(worker_end.fileno()), how], pass_fds=(worker_end.fileno(),)
     )
     worker_end.close()
-    worker = pool.Worker("2.1", planned, process=process)
+    worker = handle.Worker("2.1", planned, process=process)
     worker.attach(grader_end, wire.encode({"op": "setup"}))
     return worker, process
 
 
-def ask(worker: pool.Worker, limit: float = 5.0) -> dict:
+def ask(worker: handle.Worker, limit: float = 5.0) -> dict:
     return worker.call({"op": "run", "args": [1, 2]}, limit)
 
 
@@ -114,15 +114,15 @@ def test_a_worker_that_died_while_idle_never_started_the_call():
 
 def test_a_worker_that_dies_mid_call_costs_that_call():
     worker, _ = stand_in("dies mid-call")
-    with pytest.raises(pool.WorkerGone, match="ended without an answer") as caught:
+    with pytest.raises(handle.WorkerGone, match="ended without an answer") as caught:
         ask(worker)
-    assert type(caught.value) is pool.WorkerGone and not caught.value.timed_out
+    assert type(caught.value) is handle.WorkerGone and not caught.value.timed_out
 
 
 def test_a_worker_that_dies_with_the_request_unread_ended_too():
     """Its socket then reports a reset connection: that is an end, not something it sent."""
     worker, _ = stand_in("dies with the request unread")
-    with pytest.raises(pool.WorkerGone, match="ended without an answer"):
+    with pytest.raises(handle.WorkerGone, match="ended without an answer"):
         ask(worker)
 
 
@@ -134,9 +134,9 @@ def test_a_worker_that_may_have_been_running_ahead_is_not_charged_for_dying():
 
 
 def test_a_worker_that_used_its_cpu_time_is_stopped_and_killed(monkeypatch):
-    monkeypatch.setattr(pool, "BACKSTOP", 100.0)  # however busy this machine, the CPU limit comes first
+    monkeypatch.setattr(budget, "BACKSTOP", 100.0)  # however busy this machine, the CPU limit comes first
     worker, process = stand_in("spins")
-    with pytest.raises(pool.WorkerGone, match=r"did not finish in time \(0\.5 s of CPU time\)") as caught:
+    with pytest.raises(handle.WorkerGone, match=r"did not finish in time \(0\.5 s of CPU time\)") as caught:
         ask(worker, limit=0.5)
     assert caught.value.timed_out and not caught.value.backstop
     assert process.poll() is not None, "the worker outlived its deadline"
@@ -144,9 +144,9 @@ def test_a_worker_that_used_its_cpu_time_is_stopped_and_killed(monkeypatch):
 
 def test_a_worker_that_waits_without_computing_is_stopped_by_the_backstop(monkeypatch):
     """It used none of its CPU time: the wall clock stops it, and says so (the grader asks the reference)."""
-    monkeypatch.setattr(pool, "BACKSTOP", 5.0)
+    monkeypatch.setattr(budget, "BACKSTOP", 5.0)
     worker, process = stand_in("hangs")
-    with pytest.raises(pool.WorkerGone, match=r"no answer after 2\.5 s, 0\.\d s of it computing") as caught:
+    with pytest.raises(handle.WorkerGone, match=r"no answer after 2\.5 s, 0\.\d s of it computing") as caught:
         ask(worker, limit=0.5)
     assert caught.value.timed_out and caught.value.backstop
     assert process.poll() is not None, "the worker outlived its deadline"
@@ -162,22 +162,22 @@ class FakeClock:
         return (time.monotonic() - self.start) * self.rate
 
 
-def spend(budget: pool.Budget) -> str:
+def spend(call: budget.Budget) -> str:
     while True:
         try:
-            time.sleep(budget.wait())
+            time.sleep(call.wait())
         except TimeoutError:
-            return budget.stopped_by
+            return call.stopped_by
 
 
 def test_a_budget_counts_cpu_time_not_wall_time(monkeypatch):
-    monkeypatch.setattr(pool, "BACKSTOP", 5.0)
-    assert spend(pool.Budget(0.2, FakeClock(1.0))) == "cpu"  # a quiet machine: the CPU limit, at once
-    busy = pool.Budget(0.2, FakeClock(0.5))  # half the CPU: twice the wall time, still within the backstop
+    monkeypatch.setattr(budget, "BACKSTOP", 5.0)
+    assert spend(budget.Budget(0.2, FakeClock(1.0))) == "cpu"  # a quiet machine: the CPU limit, at once
+    busy = budget.Budget(0.2, FakeClock(0.5))  # half the CPU: twice the wall time, still within the backstop
     assert spend(busy) == "cpu" and busy.used() >= 0.2
-    starved = pool.Budget(0.2, FakeClock(0.1))  # a tenth: past BACKSTOP times the limit first
+    starved = budget.Budget(0.2, FakeClock(0.1))  # a tenth: past BACKSTOP times the limit first
     assert spend(starved) == "backstop" and starved.used() < 0.2
-    assert spend(pool.Budget(0.2)) == "backstop"  # where the CPU time cannot be read: the backstop alone
+    assert spend(budget.Budget(0.2)) == "backstop"  # where the CPU time cannot be read: the backstop alone
 
 
 def test_cpu_time_is_read_for_any_process_here():
@@ -189,20 +189,20 @@ def test_cpu_time_is_read_for_any_process_here():
         ]
     )
     try:
-        while (used := pool.cpu_seconds(spinner.pid, spinner)) is None or used < 0.3:
+        while (used := budget.cpu_seconds(spinner.pid, spinner)) is None or used < 0.3:
             time.sleep(0.05)
         assert used < 60
     finally:
         spinner.kill()
         spinner.wait()
-    assert pool._clock_seconds("1-02:03:04.50") == 86400 + 2 * 3600 + 3 * 60 + 4.5
-    assert pool._clock_seconds("0:01.25") == 1.25
+    assert budget._clock_seconds("1-02:03:04.50") == 86400 + 2 * 3600 + 3 * 60 + 4.5
+    assert budget._clock_seconds("0:01.25") == 1.25
 
 
 def test_bytes_trickled_in_do_not_stretch_the_deadline(monkeypatch):
-    monkeypatch.setattr(pool, "BACKSTOP", 2.0)  # the whole answer takes 7 s to trickle in
+    monkeypatch.setattr(budget, "BACKSTOP", 2.0)  # the whole answer takes 7 s to trickle in
     worker, process = stand_in("trickles")
-    with pytest.raises(pool.WorkerGone) as caught:
+    with pytest.raises(handle.WorkerGone) as caught:
         ask(worker, limit=1.0)
     assert caught.value.timed_out
     assert process.poll() is not None
@@ -211,9 +211,9 @@ def test_bytes_trickled_in_do_not_stretch_the_deadline(monkeypatch):
 @pytest.mark.parametrize("how", ["answers nobody's question", "answers with another id", "sends a list"])
 def test_an_answer_nobody_asked_for_is_refused(how):
     worker, process = stand_in(how)
-    with pytest.raises(pool.WorkerGone, match="not an answer") as caught:
+    with pytest.raises(handle.WorkerGone, match="not an answer") as caught:
         ask(worker)
-    assert type(caught.value) is pool.WorkerGone
+    assert type(caught.value) is handle.WorkerGone
     assert worker.dead and process.poll() is not None
 
 
@@ -228,8 +228,8 @@ def test_garbage_from_a_worker_that_may_have_run_ahead_goes_to_a_fresh_worker(ho
 
 def test_a_worker_that_never_connects_is_the_machines_problem_not_a_timeout(monkeypatch):
     monkeypatch.setattr(pool, "POSIX_SOCKETS", False)  # the loopback, as on Windows
-    monkeypatch.setattr(pool, "START_TIMEOUT", 1.0)
-    monkeypatch.setattr(pool, "python", lambda: [sys.executable, "-c", "import time; time.sleep(600)"])
+    monkeypatch.setattr(handle, "START_TIMEOUT", 1.0)
+    monkeypatch.setattr(launchers, "python", lambda: [sys.executable, "-c", "import time; time.sleep(600)"])
     workers = pool.Pool(wire.PROCESSES, 0, [], "spawn")
     try:
         workers.prepare("2.1", {"op": "setup"})
@@ -243,7 +243,7 @@ def test_a_worker_that_never_connects_is_the_machines_problem_not_a_timeout(monk
 
 def test_stray_connections_cost_the_listener_nothing():
     """One that says nothing, one with a wrong token, one that hangs up: the worker's own is found at once."""
-    listener = pool.Listener()
+    listener = launchers.Listener()
     try:
         silent = socket.create_connection(("127.0.0.1", listener.port))
         wrong = socket.create_connection(("127.0.0.1", listener.port))
@@ -382,11 +382,11 @@ def probe_call(workers: pool.Pool, task: str) -> dict:
 def test_each_launcher_starts_a_worker_that_answers_and_is_gone_at_the_end(how):
     if how == "fork" and pool.start_method() != "fork":
         pytest.skip("workers fork on Linux only")
-    if how == "spawn" and not pool.POSIX_SOCKETS:
+    if how == "spawn" and not launchers.POSIX_SOCKETS:
         pytest.skip("a socket is inherited on POSIX only")
     workers = pool.Pool("processes", 0, [], "fork" if how == "fork" else "spawn")
     if how == "loopback":  # Windows' way, which works anywhere
-        workers.launcher = pool.LoopbackLauncher(workers.options, workers._cwd)
+        workers.launcher = launchers.LoopbackLauncher(workers.options, workers._cwd)
     try:
         assert probe_call(workers, "0.1")["ok"] == 42
         assert probe_call(workers, "0.2")["ok"] == 42

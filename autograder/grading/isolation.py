@@ -236,7 +236,7 @@ def sandbox_command(hidden: list[str], cgroup: str | None) -> list[str]:
     libraries, the interpreter's folders and the worker's own package (`autograder/worker`), all read-only,
     and nothing else: no home, no repository, no `/run`, no `/var`, no submissions. Of the interpreter's
     folders, whatever is `hidden` inside them (an installed `solutions`, say) is covered. Its `/dev` has only
-    the harmless devices; the environment is `pool.worker_env`'s allowlist. No user namespace (a worker
+    the harmless devices; the environment is `launchers.worker_env`'s allowlist. No user namespace (a worker
     becomes a real user of its own) and no PID namespace (each worker makes its own, and the grader kills it
     by its pid): the zygote keeps just the capabilities that a worker's setup needs, and every worker drops
     them when it becomes its own user (`sandbox.shut_in`), which also gives it its own PID, mount, network

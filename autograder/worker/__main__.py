@@ -7,7 +7,7 @@ The grader starts it with -S and its own `sys.path` in PYTHONPATH; `sitecustomiz
 import os
 import sys
 
-if sys.flags.no_site:  # started with -S (see grading.pool.python): what `site` would have imported
+if sys.flags.no_site:  # started with -S (see grading.launchers.python): what `site` would have imported
     try:
         import sitecustomize  # noqa: F401 - its import is its effect
     except ImportError:
