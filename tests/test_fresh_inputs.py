@@ -191,3 +191,62 @@ def test_answers_replayed_from_a_table_are_worth_nothing_in_a_graded_run(lesson,
 # Checks whose one call takes no input at all: nothing can be drawn afresh (an answer of 1 point: [] for a bare
 # Module's parameters). Every other visible check's calls have numbers or sizes to draw.
 NOTHING_TO_DRAW = {"test_bare_module_has_no_parameters"}
+
+
+# --- who computes the reference's answers on drawn inputs ----------------------------------------------------------
+
+# Run in the grader's process at the end of a graded run: whether the grader itself imported PyTorch.
+TORCH_WATCH = """
+import os
+import sys
+
+
+def pytest_sessionfinish(session):
+    with open(os.environ["TORCH_OUT"], "w") as f:
+        f.write(str("torch" in sys.modules))
+"""
+
+
+def test_a_graded_run_of_lesson_9_leaves_torch_to_the_workers_and_still_grades_the_drawn_calls(tmp_path):
+    """Lesson 9's scenarios run PyTorch; on drawn inputs the reference's answers come from a worker forked from
+    the zygote that has imported it, so the grader (which never needs it otherwise) does not import it again."""
+    from autograder.grading import launchers
+
+    if launchers.start_method() != "fork":
+        pytest.skip("workers are spawned here: a reference worker would import torch as the grader would")
+    (tmp_path / "torchwatch.py").write_text(TORCH_WATCH)
+    env = {"PYTHONPATH": str(tmp_path), "TORCH_OUT": str(tmp_path / "torch.txt")}
+    run = grade("solutions", "--lesson", "9", "--fresh-inputs", "7", "-p", "torchwatch", tmp_path=tmp_path, env=env)
+    assert run.returncode == 0, run.output[-3000:]
+    assert set(run.results["extra_data"]["status"].values()) == {"passed"}
+    assert (tmp_path / "torch.txt").read_text() == "False", "the grader imported torch"
+
+
+def test_only_an_answer_is_taken_from_the_reference_worker_anything_else_is_computed_by_the_grader(monkeypatch):
+    """It shares the learner's zygote: whatever stops it from answering (it raised, it was lost, it timed out)
+    leaves the answer to the grader's own computation, so a learner's worker that disturbs it changes no verdict."""
+    from autograder.grading import pool
+    from autograder.grading.grader import Grader, ReferenceCode
+    from autograder.grading.options import GradeOptions
+    from autograder.grading.tasks import graded
+    from autograder.lessons.test_09_pytorch import LESSON_NEURON, neuron
+    from autograder.worker.wire import to_plain
+
+    grader = Grader(GradeOptions(impl="solutions", tasks=("9.1",), fresh_inputs=3))
+    grader.start()
+    try:
+        if grader.workers.start != "fork":
+            pytest.skip(f"this run's workers are not forked: {grader.workers.spawned_because}")
+        task, drawn = graded("9.1"), {k: v * 1.1 for k, v in LESSON_NEURON.items()}
+        answered, answer = grader.drawn_by_worker(task, neuron, [drawn], {})
+        assert answered and fresh_inputs.same(answer, to_plain(neuron(ReferenceCode(), drawn)))
+        assert grader.drawn_by_worker(task, neuron, [{"x1": 1.0}], {}) == (False, None)  # it raised there
+
+        def lost(*args, **kwargs):
+            raise pool.WorkerGone(pool.Lost.ENDED)
+
+        monkeypatch.setattr(grader.workers, "call", lost)
+        assert grader.drawn_by_worker(task, neuron, [drawn], {}) == (False, None)
+        assert grader.drawn_by_worker(graded("1.1"), neuron, [drawn], {}) == (False, None)  # nothing preloaded
+    finally:
+        grader.stop_workers()

@@ -183,14 +183,15 @@ class Grader:
                 sources[module] = [text, display(self.root / f"{module}.py")]
         return sources
 
-    def setup_for(self, task: GradedTask) -> dict:
+    def setup_for(self, task: GradedTask, learner: dict[str, list[str]] | None = None) -> dict:
+        """A task's worker's setup: the learner's files (or `learner`, as they are), the reference underneath."""
         whole = not has_sources() or task.runs_whole  # no reference underneath
         return wire.setup(
             task.id,
             task.module,
             list(task.owners),
             list(task.prerequisite_owners),
-            learner=self.learner_sources(task.learner_files),
+            learner=self.learner_sources(task.learner_files) if learner is None else learner,
             reference=None if whole else reference_for(task.id),
             scenarios={name: scenario_source(name) for name in task.lesson_modules},
         )
@@ -403,6 +404,27 @@ class Grader:
             return LearnerError(Fault.TIMED_OUT, info)
         return LearnerError(Fault.RAISED, info, reply.get("output", ""))
 
+    def drawn_by_worker(self, task: GradedTask, fn, args: list, kwargs: dict) -> tuple[bool, object]:
+        """(True, the reference's answer) on inputs drawn for this graded run, asked of a worker that runs the
+        reference, forked from the zygote that preloads what the task's scenarios need (torch, for lesson 9), so
+        that the grader never imports it; (False, None) where it gave no answer (the caller computes it here).
+
+        Only an answer is taken from it: whatever else it says (it raised, ran out of time, was lost) is asked
+        again here, so nothing a learner's worker does to it (it shares their zygote) changes a verdict.
+        """
+        if not task.preload or self.workers is None or self.workers.start != "fork":
+            return False, None  # nothing here to save: the grader imports it once, or a spawned worker would too
+        key = f"{task.id} (reference, drawn inputs)"
+        if key not in self.workers.workers or self.workers.ended(key):
+            sources = {m: [read_learner_file(SOLUTIONS, m), f"{m}.py"] for m in task.learner_files}
+            self.workers.prepare(key, self.setup_for(task, sources), task.preload)
+        request = self.run_request(task, fn.__module__, fn.__name__, args, kwargs)
+        try:
+            reply = self.workers.call(key, request, self.timeout + KILL_GRACE)
+        except (pool.WorkerGone, pool.StartFailed):
+            return False, None
+        return ("ok" in reply and "error" not in reply), reply.get("ok")
+
     def where_in_stack(self, stack: list[tuple[str, int, str]], task: GradedTask) -> str:
         """The innermost frame of a stopped worker's stack that lies in the learner's files, as `file:line in f`."""
         files = {display(self.root / f"{module}.py") for module in task.learner_files}
@@ -540,7 +562,9 @@ class Learner:
         try:
             if page:  # kept with the reference's answers, like a judgement's
                 return Reference(self.grader).run(fn, *args, **kwargs)
-            return to_plain(fn(ReferenceCode(), *args, **kwargs))  # drawn for this submission: not worth keeping
+            answered, answer = self.grader.drawn_by_worker(graded(self.task), fn, args, kwargs)
+            # drawn for this submission: not worth keeping
+            return answer if answered else to_plain(fn(ReferenceCode(), *args, **kwargs))
         except Exception:  # noqa: BLE001 - the reference fails on these inputs too: they prove nothing
             return None
 
