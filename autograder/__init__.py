@@ -8,8 +8,8 @@ above every folder. `tests/test_layers.py` reads every import of every module an
 """
 
 LAYERS: dict[str, str] = {
-    "course": "the course model: lessons, tasks and hints (registry.py), where each task's code is (regions.py), "
-    "the causes a check can name (causes.py)",
+    "course": "the course model: lessons, tasks, hints and specs (data/NN-slug.toml, loaded by registry.py and "
+    "checked by check.py), where each task's code is (regions.py), the causes a check can name (causes.py)",
     "worker": "the untrusted side, what runs next to the learner's code: the worker's loop (main.py), loading, "
     "the sandbox, the scenario helpers; wire.py is the one module both sides import",
     "kit": "what grading tests use on the trusted side: judgement helpers (checks.py), PyTorch's values",

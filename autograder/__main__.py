@@ -6,11 +6,13 @@ The commands are grouped by who types them (`READERS`, which `--help` lists sect
   submission) and `nbgrader-extensions off|on`;
 - instructors: `export gradescope|prairielearn|nbgrader|student-edition|classroom`, `batch`, `class-report`,
   and `run gradescope|prairielearn`, what an exported bundle runs in the platform's container;
-- maintainers: `dev build|sync|notebooks`, which regenerate what is made from the single source.
+- maintainers: `dev build|sync|notebooks`, which regenerate what is made from the single source, and `dev check`,
+  which says where the course's data (`autograder/course/data/`) and the markers, checks, pages and docstrings it
+  names disagree, or what they leave out.
 
-The flat names the commands had before (`build`, `gradescope`, `gradescope-run`, `student-edition`...) still
-work, so that nothing written with them breaks (a bundle already on Gradescope, a script, an old page), but
-`--help` no longer lists them (`Command.old`).
+The flat names the commands had before (`build`, `check-course`, `gradescope`, `gradescope-run`,
+`student-edition`...) still work, so that nothing written with them breaks (a bundle already on Gradescope, a
+script, an old page), but `--help` no longer lists them (`Command.old`).
 """
 
 from __future__ import annotations
@@ -347,6 +349,23 @@ def _classroom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_course(args: argparse.Namespace) -> int:
+    from autograder.course.check import check_course
+    from autograder.course.regions import has_sources
+
+    if not has_sources():
+        print("dev check checks the course's sources: run it in the full repository", file=sys.stderr)
+        return 2
+    problems = check_course()
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) between the course's data and its files", file=sys.stderr)
+        return 1
+    print(f"the course's data and its files agree ({len(registry.TASKS)} tasks)")
+    return 0
+
+
 def _build(args: argparse.Namespace) -> int:
     from autograder.export.build import build
 
@@ -623,6 +642,13 @@ READERS: dict[str, tuple[Command, ...]] = {
             _build,
             old="build",
         ),
+        Command(
+            "dev check",
+            "check the course's data against its markers, checks, pages and docstrings",
+            _no_args,
+            _check_course,
+            old="check-course",
+        ),
         Command("dev sync", "regenerate exercises/ from solutions/ (part of dev build)", _sync_args, _sync, old="sync"),
         Command(
             "dev notebooks",
@@ -640,7 +666,10 @@ GROUPS = {  # a command of two words is a verb of its group: (what the group's -
         "TARGET",
     ),
     "run": ("grade one submission inside a platform's container: what an exported bundle runs", "PLATFORM"),
-    "dev": ("the maintainers' commands: regenerate what is made from the single source", "COMMAND"),
+    "dev": (
+        "the maintainers' commands: regenerate what is made from the single source, check the course's data",
+        "COMMAND",
+    ),
 }
 
 

@@ -35,8 +35,11 @@ def log(v: Value) -> Value:
     """Return the natural log of `v` as a new Value with child `v` and op `'log'`
     (task 13.1).
 
-    Its local derivative is 1 / v. A zero or negative `v.data` has no log:
-    raise a ValueError that says so.
+    Its local derivative is 1 / v.
+
+    Raises:
+        ValueError: when `v.data` is zero or negative, which has no log; its message
+            says so.
     """
     # TODO(task 13.1): sigmoid and log: see the docstring.
     raise NotImplementedError("task 13.1: sigmoid and log")

@@ -171,8 +171,13 @@ class TensorMLP:
 
 
 def squared_error(predictions: Tensor, targets: list[float]) -> Tensor:
-    """Return Σ (ŷ - y)² over the batch as a Tensor of shape (), for predictions of
-    shape (n, 1) (task 14.6).
+    """Lesson 11's loss, the squared error, of a batch of predictions of shape (n, 1)
+    (task 14.6).
+
+    Returns:
+        Σᵢ (ŷᵢ - yᵢ)² as a Tensor of shape (), each target subtracted from its own
+        prediction: the targets go in as a column (n, 1), since as a row (n,) they would
+        broadcast into an (n, n) table.
     """
     # TODO(task 14.6): TensorMLP, its loss and its training: see the docstring.
     raise NotImplementedError("task 14.6: TensorMLP, its loss and its training")

@@ -23,8 +23,11 @@ def torch_neuron(
     (task 9.1).
 
     Use float64 scalar tensors with `requires_grad=True`, `torch.tanh` and
-    `o.backward()`. Returns `(o, grads)`, with `grads` mapping `'x1', 'x2',
-    'w1', 'w2', 'b'` to plain floats.
+    `o.backward()`.
+
+    Returns:
+        `(o, grads)`, with `grads` mapping `'x1', 'x2', 'w1', 'w2', 'b'` to plain
+        floats.
     """
     # TODO(task 9.1): torch_neuron: see the docstring.
     raise NotImplementedError("task 9.1: torch_neuron")

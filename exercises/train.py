@@ -26,6 +26,9 @@ def squared_error_loss(predictions: list[Value], targets: list[float]) -> Value:
 def sgd_step(parameters: list[Value], learning_rate: float) -> None:
     """Move every parameter against its gradient: `p.data += -learning_rate * p.grad`
     (task 11.2).
+
+    Leaves unchanged:
+        each parameter's `grad`: the training loop zeroes it, not the step.
     """
     # TODO(task 11.2): sgd_step: see the docstring.
     raise NotImplementedError("task 11.2: sgd_step")

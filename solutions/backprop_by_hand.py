@@ -43,8 +43,16 @@ def numerical_gradient(
     `h` (task 4.1).
 
     `expression` takes the inputs as keyword arguments and returns a Value (or
-    a plain number). Returns (output(leaf + h) - output) / h.
-    Raises `KeyError` when `leaf` is not one of `inputs`.
+    a plain number): compare the `.data` of a Value.
+
+    Returns:
+        (output(leaf + h) - output) / h.
+
+    Raises:
+        KeyError: when `leaf` is not one of `inputs`; its message lists the known names.
+
+    Leaves unchanged:
+        the caller's `inputs` dictionary: nudge a copy.
     """
     ### BEGIN SOLUTION (task 4.1)
     if leaf not in inputs:

@@ -31,7 +31,8 @@ def forward_difference(
     """Estimate fn'(x) as the rise over the run of a small step forward,
     (fn(x + h) - fn(x)) / h (task 1.1).
 
-    Raises `ValueError` when `h` is not a positive number.
+    Raises:
+        ValueError: when `h` is not a positive number.
     """
     ### BEGIN SOLUTION (task 1.1)
     _check_step(h)
@@ -48,7 +49,9 @@ def central_difference(
     (task 1.2).
 
     Its error shrinks like h², against h for the forward difference.
-    Raises `ValueError` when `h` is not a positive number.
+
+    Raises:
+        ValueError: when `h` is not a positive number.
     """
     ### BEGIN SOLUTION (task 1.2)
     _check_step(h)
@@ -65,8 +68,14 @@ def partial_derivative(
     """Estimate ∂fn/∂args[i] by nudging only argument `i` forward by `h` (task 1.3).
 
     `fn` takes the arguments positionally: `fn(*args)`. The other arguments
-    stay as they are. Raises `ValueError` when `h` is not a positive number
-    and `IndexError` when `i` does not name an argument.
+    stay as they are.
+
+    Raises:
+        ValueError: when `h` is not a positive number.
+        IndexError: when `i` does not name an argument.
+
+    Leaves unchanged:
+        the caller's `args`: nudge a copy.
     """
     ### BEGIN SOLUTION (task 1.3)
     _check_step(h)

@@ -167,9 +167,12 @@ class Value:
     def __pow__(self, other: int | float) -> Value:
         """Return `self ** other` for an int or float exponent `other` (task 8.2).
 
-        The op names the exponent: `f"**{other}"`, so `'**2'` for `a**2`. The
-        exponent is a plain number, not a Value: anything else raises a
-        `TypeError` that says so. Local derivative: other · self^(other - 1).
+        The op names the exponent: `f"**{other}"`, so `'**2'` for `a**2`. Local
+        derivative: other · self^(other - 1).
+
+        Raises:
+            TypeError: when `other` is not an int or a float (a Value exponent too); its
+                message names the type it got.
         """
         ### BEGIN SOLUTION (task 8.2)
         if isinstance(other, bool) or not isinstance(other, (int, float)):

@@ -27,6 +27,9 @@ def squared_error_loss(predictions: list[Value], targets: list[float]) -> Value:
 def sgd_step(parameters: list[Value], learning_rate: float) -> None:
     """Move every parameter against its gradient: `p.data += -learning_rate * p.grad`
     (task 11.2).
+
+    Leaves unchanged:
+        each parameter's `grad`: the training loop zeroes it, not the step.
     """
     ### BEGIN SOLUTION (task 11.2)
     for p in parameters:

@@ -88,6 +88,7 @@ def test_old_names_are_listed_nowhere():
         "prairielearn",
         "prairielearn-run",
         "student-edition",
+        "check-course",
     }
     shown = [name for names in listed(autograder("--help").stdout).values() for name in names]
     assert not set(OLD) & set(shown)

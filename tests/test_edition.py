@@ -199,6 +199,18 @@ def test_the_edition_keeps_the_learners_guide_and_leaves_the_instructors_and_mai
     assert "guides/instructors" not in home and "guides/grading/" in home  # the nav, as the edition has it
 
 
+def test_the_learners_guide_says_otherwise_as_its_data_says_and_leaves_the_reference_row_out():
+    """The guide's sentences are in `autograder/course/data/guides/grading.toml`; an empty `edition` leaves a table's
+    row out with its line, so the table goes on."""
+    text = (REPO / "course" / "guides" / "grading.md").read_text()
+    edition = edition_page("guides/grading.md", text)
+    assert "`pytest autograder --impl solutions`" in text and "`pytest autograder --impl solutions`" not in edition
+    assert "| one task | `pytest autograder --task 8.2` |\n| any folder laid out like" in edition
+    assert "This edition has no reference code, so the checks of a task" in edition
+    with pytest.raises(RuntimeError, match=r"update \[\[edition\]\] in autograder/course/data/guides/grading\.toml"):
+        edition_page("guides/grading.md", text.replace("points once, where it is", "points once"))
+
+
 def test_a_changed_promise_stops_the_export():
     """A page whose promise was reworded is not shipped with the course's wording: the export says what to update."""
     with pytest.raises(RuntimeError, match="no longer says"):

@@ -3,6 +3,7 @@ worker gets; and the one status model (`results.Status`), `skipped` a member of 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from autograder.course import registry
@@ -49,3 +50,12 @@ def test_results_written_before_skipped_was_a_status_read_as_skipped():
     results = Results.from_json(json.loads(json.dumps(old)))
     assert [t.status for t in results.tests] == [Status.TIMED_OUT, Status.SKIPPED]
     assert json.loads(json.dumps(results.to_json()))["tests"][1]["status"] == "skipped"  # written as its value
+
+
+def test_results_as_json_hold_every_field_of_the_run_and_of_each_check():
+    """`to_json` writes each record one level deep (no deep copy): the same data as the dataclasses hold."""
+    results = Results("x/", "", "user", selected=["8.6"], fresh_inputs=3, platform="prairielearn")
+    results.tests = [Check("a", "d", "8.6", 2, "h", status="failed", message="m", cause="c", waits_for="8.5")]
+    results.quiet = [Check("b", "d", "8.5", 1, "h", status="passed")]
+    assert json.loads(json.dumps(results.to_json())) == json.loads(json.dumps(dataclasses.asdict(results)))
+    assert Results.from_json(json.loads(json.dumps(results.to_json()))) == results

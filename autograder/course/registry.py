@@ -1,14 +1,83 @@
-"""The course's lessons and tasks: titles, pages and hints, in one place.
+"""The course's lessons and tasks, loaded from their data: `autograder/course/data/NN-slug.toml`, one per lesson.
 
 Task ids are `L.N` (lesson L, task N) and are spelled the same in the solution
 markers, the stubs' TODOs and errors, the page headings, the test markers and
-the scorecard. Which file and which functions a task lives in is not written
-here: `autograder.regions` reads it from the solution markers.
+the scorecard. Where each task's code is, the grader reads from the solution
+markers (`autograder.course.regions`); the data says it too (`file`, `owners`),
+and `python -m autograder dev check` (`autograder/course/check.py`) fails
+when the two, the checks or the page disagree.
+
+A lesson's file is named after its page (`01-derivatives.toml` for
+`course/01-derivatives.md`) and holds:
+
+- `title`; `file`, the stem of its solution file (`derivatives`); `bonus = true`
+  when every task of the lesson is a bonus task (scored apart, never needed for
+  full marks); `preload`, what the workers of its tasks import before the
+  learner's code (`["torch"]`);
+- one `[[task]]` table per task, in order:
+  - `id` and `title`;
+  - `owners`: the functions and `Class.method`s its code lives in, or, for a
+    capstone that writes nothing, `runs_whole`: the learner files it runs whole,
+    with no reference underneath, once every task in them passes;
+  - `needs`: the tasks of its own lesson (or a later one) its checks run through,
+    besides the earlier lessons (see `NEEDS`);
+  - `hints`: the levels of hints, one paragraph each (blank lines between them),
+    from a nudge to a plan; none pastes the answer line;
+  - `[task.spec.OWNER]`: what the function or method promises, in phrases that
+    `build` writes into its docstring (`Returns:`, `Raises:`, `Leaves unchanged:`),
+    the page's task directive shows and hints quote: `returns = "..."`,
+    `raises.KeyError = "when ..."`, `unchanged = "..."`. A hint quotes them with
+    `{returns}`, `{raises}` or `{unchanged}` (`{OWNER.raises}` when the task has
+    several owners with a spec);
+  - `demo_bug`: the line of its reference and the buggy line that lesson 0 shows
+    the grader's answer to;
+- one `[[example]]` table per example of the lesson's learner notebook: `text`
+  and `code`, run with the learner's code and with the reference;
+- one `[[edition]]` table per sentence of the page that only the full course can
+  say (a bug is charged once, because the reference runs underneath): `course`,
+  the page's words, and `edition`, what the student edition's page says instead
+  (words are compared, not line breaks; `""` leaves the words out, with the
+  line break after them: a table's row).
+
+The guides that the student edition ships say such sentences too: theirs are in
+`data/guides/NAME.toml` (for `course/guides/NAME.md`), `[[edition]]` tables only,
+read by `guides()` when the edition is exported or the course checked.
+
+Every grading run loads it (once per process), so loading is cheap: about 2 ms
+of CPU more than the tuples this module held before. `build` keeps what
+`tomllib` reads from the files in `data/parsed.json`, with their text; a run
+whose files hold that very text reads the JSON (C) instead of parsing TOML
+(Python, 2 to 3 ms more), and skips importing `tomllib`.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+from collections import namedtuple
 from dataclasses import dataclass, field
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+class CourseDataError(ValueError):
+    """A lesson's data file that does not say what the course needs, or says it wrong; the message names the file."""
+
+
+# a named tuple: a tenth of a frozen dataclass's cost to define, every grading run
+class Spec(namedtuple("Spec", ["owner", "returns", "raises", "unchanged"], defaults=("", (), ""))):
+    """What one function or method of a task promises, as phrases: a docstring's sections, a page's list.
+
+    `owner` (`Value.__pow__`), `returns` and `unchanged` (a phrase or ""), `raises`: (exception, when) pairs.
+    """
+
+    __slots__ = ()
+
+    def raises_phrase(self) -> str:
+        """`KeyError` when ...; `ValueError` when ... (what a hint's `{raises}` becomes)."""
+        return "; ".join(f"`{error}` {when}" for error, when in self.raises)
 
 
 @dataclass(frozen=True)
@@ -19,6 +88,12 @@ class Task:
     # a capstone has no code of its own: it runs these files of the learner's whole, with no reference underneath,
     # once every task in them passes
     runs_whole: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()  # the functions and methods its code lives in, as the data says
+    file: str = ""  # the stem of its solution file, as the data says
+    needs: tuple[str, ...] = ()
+    preload: tuple[str, ...] = ()  # what its worker imports before the learner's code
+    spec: tuple[Spec, ...] = ()
+    demo_bug: tuple[str, str] | None = None  # (a line of its reference, the bug lesson 0 puts in its place)
 
     @property
     def lesson(self) -> int:
@@ -42,527 +117,242 @@ class Lesson:
     title: str
     tasks: tuple[Task, ...] = field(default=())
     bonus: bool = False  # every task of the lesson is a bonus task
+    examples: tuple[tuple[str, str], ...] = ()  # its learner notebook's examples: (what it shows, the code)
+    edition: tuple[tuple[str, str], ...] = ()  # (the page's words, what the student edition's page says instead)
 
     @property
     def page(self) -> str:
         """The page's source file, relative to the repository root."""
         return f"course/{self.slug}.md"
 
+    @property
+    def data(self) -> str:
+        """The lesson's data file, relative to the repository root."""
+        return f"autograder/course/data/{self.slug}.toml"
 
-def _lesson(number: int, slug: str, title: str, *tasks: tuple, bonus: bool = False) -> Lesson:
-    made = tuple(Task(t[0], t[1], tuple(t[2]), tuple(t[3]) if len(t) > 3 else ()) for t in tasks)
-    return Lesson(number, f"{number:02d}-{slug}", title, made, bonus)
+
+# --- the loader -----------------------------------------------------------------------------------------------------
+
+LESSON_KEYS = {"title", "file", "bonus", "preload", "task", "example", "edition"}
+TASK_KEYS = {"id", "title", "owners", "runs_whole", "needs", "hints", "spec", "demo_bug"}
+SPEC_KEYS = {"returns", "raises", "unchanged"}
+EXAMPLE_KEYS = {"text", "code"}
+EDITION_KEYS = {"course", "edition"}
+QUOTE = r"\{(?:(?P<owner>[\w.]+)\.)?(?P<kind>returns|raises|unchanged)\}"  # compiled on the first hint that quotes
+SLUG_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
-LESSONS: tuple[Lesson, ...] = (
-    _lesson(0, "welcome", "Welcome and set-up"),
-    _lesson(
-        1,
-        "derivatives",
-        "Derivatives from first principles",
-        (
-            "1.1",
-            "forward_difference",
-            [
-                "The slope is rise over run: how much fn changes, divided by how far x moved.",
-                "Evaluate fn at x and at x + h; return the difference divided by h.",
-                "A step h that is zero or negative has no meaning here: raise ValueError with a message that says so.",
-            ],
-        ),
-        (
-            "1.2",
-            "central_difference",
-            [
-                "Step the same distance h to both sides of x.",
-                "The rise is fn one step right of x minus fn one step left of it; the run between those points is 2h.",
-                "Refuse h <= 0 with a ValueError, as in task 1.1.",
-            ],
-        ),
-        (
-            "1.3",
-            "partial_derivative",
-            [
-                "Nudge one argument only; every other argument keeps its value.",
-                "Nudge element i of a copy of args by h; the slope compares fn on the copy with fn on the original.",
-                "Check h > 0 (ValueError) and that i names an argument (IndexError).",
-            ],
-        ),
-    ),
-    _lesson(
-        2,
-        "value",
-        "A number that remembers: the Value object",
-        (
-            "2.1",
-            "Value.__init__",
-            [
-                "Store every argument on self; `grad` always starts at 0.0.",
-                "`_prev` is a set made from the tuple `_children`, so a child used twice is stored once.",
-                "`_backward` starts as a function that takes no arguments and does nothing: a leaf has nothing to "
-                "pass on.",
-            ],
-        ),
-        (
-            "2.2",
-            "Value.__repr__",
-            [
-                "Return a string; Python prints it for the Value in the REPL.",
-                "An f-string does it: the class name, then `(data=...)` with the number.",
-            ],
-        ),
-        (
-            "2.3",
-            "Value.__add__ forward",
-            [
-                "The result is a new Value; neither input changes.",
-                "Its data is the sum of the two `.data`; its children are `(self, other)`; its op is '+'.",
-                "`other` may be a plain number (`a + 4.0`): when it is not a Value, make it one "
-                "before reading `.data`.",
-            ],
-        ),
-        (
-            "2.4",
-            "Value.__mul__ forward",
-            [
-                "Same shape as `__add__`, with a product and the op '*'.",
-                "Wrap a plain number first, exactly as in task 2.3.",
-            ],
-        ),
-    ),
-    _lesson(
-        3,
-        "graph",
-        "Seeing the graph",
-        (
-            "3.1",
-            "trace",
-            [
-                "Walk from the root through `_prev` and collect every Value you reach.",
-                "Record an edge (child, parent) for each child of each node you visit.",
-                "Keep a set of visited nodes so a Value used twice is visited once.",
-            ],
-        ),
-        (
-            "3.2",
-            "draw_dot",
-            [
-                "A `Digraph` laid out left to right (graph attribute `rankdir` 'LR'); `trace(root)` lists what to "
-                "draw.",
-                "One `shape='record'` node per Value named `str(id(v))`, label `{ label | data %.4f | grad %.4f }`.",
-                "Each `_op` gets a node `str(id(v)) + v._op` that points to its Value; "
-                "the children point to the op node.",
-            ],
-        ),
-    ),
-    _lesson(
-        4,
-        "backprop-by-hand",
-        "Backpropagation by hand",
-        (
-            "4.1",
-            "numerical_gradient",
-            [
-                "Evaluate the expression twice: with the inputs as given, and with one leaf nudged by h.",
-                "The expression may return a Value or a number: compare `.data` when there is one.",
-                "An unknown leaf name is a KeyError that lists the known names.",
-            ],
-        ),
-        (
-            "4.2",
-            "hand_gradients",
-            [
-                "Start at the output: dL/dL = 1. L = d·f, so dL/dd = f and dL/df = d.",
-                "A '+' node passes its gradient unchanged to both inputs: dL/dc = dL/de = dL/dd.",
-                "A '*' node sends each input the other input's value times the gradient: dL/da = b · dL/de.",
-            ],
-        ),
-        (
-            "4.3",
-            "ascent_step",
-            [
-                "Each leaf's `.grad` says which way its `.data` should move to make L grow.",
-                "Move every leaf's `.data` by `step_size` times its own `.grad`, the way the grad points (ascent).",
-            ],
-        ),
-    ),
-    _lesson(
-        5,
-        "chain-rule",
-        "The chain rule and a neuron",
-        (
-            "5.1",
-            "Value.tanh",
-            [
-                "Forward: `math.tanh(self.data)`, one child, op 'tanh'.",
-                "The local derivative of tanh(x) is 1 - tanh(x)²: reuse the forward result.",
-                "In `_backward`, the chain rule: `self`'s gradient is that local derivative times `out.grad`.",
-            ],
-        ),
-        (
-            "5.2",
-            "Value.__add__ backward",
-            [
-                "The local derivative of a + b is 1 for both a and b.",
-                "Chain rule: each child receives 1 × out.grad.",
-            ],
-        ),
-        (
-            "5.3",
-            "Value.__mul__ backward",
-            [
-                "The local derivative of a·b is b with respect to a, and a with respect to b.",
-                "Chain rule: each input's grad receives the *other* input's data times `out.grad`.",
-            ],
-        ),
-    ),
-    _lesson(
-        6,
-        "backward",
-        "Backward, automatically",
-        (
-            "6.1",
-            "Value.backward",
-            [
-                "Order the nodes so that every node comes after all of its children (a topological order).",
-                "Seed `self.grad` with dL/dL = 1, then call each node's `_backward` in that order "
-                "reversed, last first.",
-                "Mark nodes as visited so each `_backward` runs exactly once, even in a diamond.",
-            ],
-        ),
-        (
-            "6.2",
-            "Value.backward without recursion",
-            [
-                "A recursive depth-first search uses one Python frame per level: about 1,000 levels and it stops.",
-                "Do the same search with your own list as a stack instead of the call stack.",
-                "Each node goes on the stack twice: first to push its children, "
-                "then, marked, to be appended after them.",
-            ],
-        ),
-    ),
-    _lesson(
-        7,
-        "accumulation",
-        "The accumulation bug",
-        (
-            "7.1",
-            "a Value used twice",
-            [
-                "`b = a + a`: both of b's inputs are a, so a must receive two contributions.",
-                "In every `_backward`, add to the children's grad (`+=`) instead of assigning it (`=`).",
-                "Check `__add__`, `__mul__` and `tanh`: all three closures.",
-            ],
-        ),
-    ),
-    _lesson(
-        8,
-        "operations",
-        "A full set of operations",
-        (
-            "8.1",
-            "Value.__radd__ and __rmul__",
-            [
-                "`1 + a` asks int first; when int gives up, Python calls `a.__radd__(1)`.",
-                "Addition and multiplication commute: hand the work to the `__add__` and `__mul__` you already have.",
-            ],
-        ),
-        (
-            "8.2",
-            "Value.__pow__",
-            [
-                "Refuse anything but an int or float exponent with a TypeError.",
-                "Forward: the data raised to `other`, one child, and an op that names the exponent ('**2').",
-                "Power rule: d(xⁿ)/dx = n·xⁿ⁻¹ at `self.data`; in `_backward`, add it times `out.grad` to `self.grad`.",
-            ],
-        ),
-        (
-            "8.3",
-            "Value.__neg__, __sub__ and __rsub__",
-            [
-                "Build each from operations you already have, so their backward comes for free.",
-                "Negation is a product with -1; subtraction adds the negation, whichever side the plain number is on.",
-            ],
-        ),
-        (
-            "8.4",
-            "Value.__truediv__ and __rtruediv__",
-            [
-                "Division is multiplication by a power: a / b = a · b⁻¹.",
-                "Raise the divisor to the power -1 and multiply; in `10.0 / a` the Value is the divisor: roles swap.",
-            ],
-        ),
-        (
-            "8.5",
-            "Value.exp",
-            [
-                "Forward: `math.exp(self.data)`, op 'exp'.",
-                "The derivative of eˣ is eˣ: the output's own data.",
-            ],
-        ),
-        (
-            "8.6",
-            "Value.relu",
-            [
-                "Forward: 0 for a negative input, the input itself otherwise; op 'ReLU'.",
-                "Backward: the gradient passes only where the output is positive (not at exactly 0).",
-            ],
-        ),
-    ),
-    _lesson(
-        9,
-        "pytorch",
-        "Checking against PyTorch",
-        (
-            "9.1",
-            "torch_neuron",
-            [
-                "Make each input a float64 scalar tensor (`dtype=torch.double`) that requires its grad.",
-                "Build n the same way as with Value, take `torch.tanh(n)`, call `.backward()` on it.",
-                "Read `.item()` of the output and of each leaf's `.grad`.",
-            ],
-        ),
-        (
-            "9.2",
-            "Tanh autograd Function",
-            [
-                "forward(ctx, x) computes tanh of x and keeps the result for backward with `ctx.save_for_backward`.",
-                "backward(ctx, grad_output) gets that result back from `ctx.saved_tensors`, a tuple.",
-                "Return tanh's local derivative, written with the saved t, times the incoming `grad_output`.",
-            ],
-        ),
-    ),
-    _lesson(
-        10,
-        "nn",
-        "A neural network library",
-        (
-            "10.1",
-            "Module",
-            [
-                "A bare Module has no parameters: return an empty list.",
-                "zero_grad walks `self.parameters()` and sets each `grad` to 0.0; subclasses inherit it.",
-            ],
-        ),
-        (
-            "10.2",
-            "Neuron",
-            [
-                "Draw the nin weights first, then the bias, each `Value(random.uniform(-1, 1))`.",
-                "The sum w·x + b: start from the bias and add each `wi * xi`.",
-                "`self.act` names a method of Value: look it up on z (`getattr`) "
-                "and call it, unless `nonlin` is False.",
-            ],
-        ),
-        (
-            "10.3",
-            "Layer",
-            [
-                "A layer is a list of `nout` neurons, each with `nin` inputs; pass the keyword arguments on.",
-                "Call every neuron on the same x; return the single Value when there is only one neuron.",
-                "parameters(): every neuron's parameters, flattened in order.",
-            ],
-        ),
-        (
-            "10.4",
-            "MLP",
-            [
-                "Put nin in front of nouts: layer i maps the i-th size to the next one.",
-                "With `linear_output=True`, only the last layer gets `nonlin=False`.",
-                "Call the layers one after the other, each on the previous one's output.",
-            ],
-        ),
-    ),
-    _lesson(
-        11,
-        "training",
-        "Loss and gradient descent",
-        (
-            "11.1",
-            "squared_error_loss",
-            [
-                "For each example, (prediction - target) ** 2.",
-                "Add them up into one Value: give `sum` a Value to start from, so the total stays in the graph.",
-            ],
-        ),
-        (
-            "11.2",
-            "sgd_step",
-            [
-                "Gradient descent moves each `p.data` against its gradient, by `learning_rate` times `p.grad`.",
-                "Change `.data` only: the gradients are zeroed by the training loop, not here.",
-            ],
-        ),
-        (
-            "11.3",
-            "train",
-            [
-                "Each step: predictions for every example, the loss, `zero_grad`, `backward`, `sgd_step`.",
-                "Zero the gradients every step, before backward: otherwise they pile up from step to step.",
-                "Record `loss.data` (a float) for each step and return the list.",
-            ],
-        ),
-    ),
-    _lesson(
-        12,
-        "classifier",
-        "A real classifier",
-        (
-            "12.1",
-            "hinge_loss",
-            [
-                "For one example the loss is relu(1 - y · score): zero once the score is right by a margin of 1.",
-                "Average over the examples: sum, then multiply by 1 / n.",
-            ],
-        ),
-        (
-            "12.2",
-            "l2_penalty",
-            [
-                "Square every parameter (p * p) and add them up into one Value.",
-                "Multiply the sum by alpha.",
-            ],
-        ),
-        (
-            "12.3",
-            "accuracy",
-            [
-                "An example is right when its score has the sign of its label.",
-                "Count the right ones and divide by the number of examples; a score of exactly 0 is never right.",
-            ],
-        ),
-        (
-            "12.4",
-            "train_step and train_classifier",
-            [
-                "train_step: scores, total loss = hinge_loss + l2_penalty, zero_grad, backward, update; return floats.",
-                "train_classifier calls train_step once per step with the learning rate 1.0 - 0.9 * k / steps.",
-                "With batch_size, draw indices with one random.Random(seed)'s sample; "
-                "keep each step's (loss, accuracy).",
-            ],
-        ),
-        (
-            "12.5",
-            "your engine, whole",
-            [
-                "Nothing new to write: this check runs your engine.py and nn.py with no reference underneath.",
-                "It waits until every task of lessons 2 and 5 to 8 and 10 passes; "
-                "a bug it finds then hides between them.",
-                "Read which expression or step disagrees, then re-run the task whose rule it uses on its own.",
-            ],
-            ("engine", "nn"),
-        ),
-    ),
-    _lesson(
-        13,
-        "further",
-        "From micrograd to PyTorch, and further",
-        (
-            "13.1",
-            "sigmoid and log",
-            [
-                "Each is a one-input operation shaped like `Value.exp`: a forward number, a new Value with child `v`, "
-                "and a `_backward` that adds the local derivative times `out.grad` to `v.grad`.",
-                "σ'(x) = σ(x)·(1 - σ(x)): keep the forward result and reuse it. The derivative of log x is 1/x.",
-                "For a very negative x, e^-x overflows: there compute σ from e^x, the equal form. In log, refuse "
-                "`v.data <= 0` before calling `math.log`.",
-            ],
-        ),
-        (
-            "13.2",
-            "softmax and cross_entropy",
-            [
-                "Build both from Value operations you already have (`-`, `.exp()`, `+`, `/`, `log`): "
-                "their backward comes for free.",
-                "Softmax does not change when the same number is subtracted from every logit: subtract the largest "
-                "logit's `.data`, so that every exponent is at most 0.",
-                "For the loss, never take the log of a probability, which can round to 0: expand "
-                "log(e^(sₜ - m) / Σⱼ e^(sⱼ - m)) by hand; the sum left inside the log is at least 1.",
-            ],
-        ),
-        (
-            "13.3",
-            "Momentum",
-            [
-                "Keep one velocity per parameter, in a list as long as the parameters, each starting at 0.0.",
-                "step(): first the new velocity, from the old one and the parameter's grad; then move the "
-                "parameter's data by that velocity.",
-                "zero_grad() clears the grads only: the velocities are the optimizer's memory from step to step.",
-            ],
-        ),
-        bonus=True,
-    ),
-    _lesson(
-        14,
-        "tensors",
-        "From scalars to tensors",
-        (
-            "14.1",
-            "unbroadcast",
-            [
-                "A number that broadcasting repeated was used once per copy: what do the copies' gradients add up to?",
-                "Two kinds of stretched axes: axes put in front of a shorter shape, and axes of length 1 that were "
-                "repeated.",
-                "Sum over the leading extra axes until the number of axes matches, then over every axis where "
-                "`shape` has 1, keeping that axis (`keepdims=True`).",
-            ],
-        ),
-        (
-            "14.2",
-            "Tensor.__add__ and __mul__",
-            [
-                "The forward pass is NumPy's own `+` and `*` on the two `.data` arrays; wrap a plain number or "
-                "array as a Tensor first.",
-                "The local rules are lesson 5's, element by element: `+` passes `out.grad` on, `*` multiplies it "
-                "by the other input's data.",
-                "What arrives may have the output's shape, not the input's: pass it through `unbroadcast` with "
-                "the input's shape before adding it (`+=`).",
-            ],
-        ),
-        (
-            "14.3",
-            "Tensor.__matmul__",
-            [
-                "Forward: `self.data @ other.data`, children `(self, other)`, op '@'.",
-                "Each output element is a sum of products: apply the product rule and the sum rule to one "
-                "input element, then collect all of them.",
-                "The gradient of an input has that input's shape: find the product of `out.grad` with the other "
-                "input (transposed) whose shape fits, and add it (`+=`).",
-            ],
-        ),
-        (
-            "14.4",
-            "Tensor.tanh and Tensor.sum",
-            [
-                "tanh works element by element: lesson 5's rule, with NumPy's `np.tanh` on the whole array.",
-                "sum has one output number that every element feeds with weight 1.",
-                "In sum's `_backward`, every element of `self.grad` receives the same single number, `out.grad`.",
-            ],
-        ),
-        (
-            "14.5",
-            "Tensor.backward",
-            [
-                "The graph of Tensors is a graph like any other: the sweep of task 6.2 works unchanged.",
-                "Only the seed changes: dL/dL is 1 for every element of the output, an array of ones of its shape.",
-            ],
-        ),
-        (
-            "14.6",
-            "TensorMLP, its loss and its training",
-            [
-                "A layer of lesson 10 applied to a whole batch at once is one matrix product, one broadcast bias "
-                "row and one tanh.",
-                "The loss: the difference with the targets as a column (n, 1), multiplied by itself, summed.",
-                "The loop is lesson 11's: forward, loss, zero_grad, backward, update each parameter's data; "
-                "record the loss as a float.",
-            ],
-        ),
-        bonus=True,
-    ),
-)
+def _fail(path: Path, message: str, up: int = 3):
+    # named from the repository root: a lesson's file is 4 folders down (`up` 3), a guide's 5
+    raise CourseDataError(f"{path.relative_to(path.parents[up]).as_posix()}: {message}")
 
+
+def _strings(value, path: Path, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        _fail(path, f"{what} must be a list of names")
+    return tuple(value)
+
+
+def _keys(table: dict, allowed: set[str], path: Path, what: str, up: int = 3) -> None:
+    unknown = set(table) - allowed
+    if unknown:
+        _fail(path, f"{what} has unknown key(s) {sorted(unknown)}; known: {sorted(allowed)}", up)
+
+
+def _spec(owner: str, table, path: Path, where: str) -> Spec:
+    if not isinstance(table, dict):
+        _fail(path, f"{where}: spec.{owner} must be a table")
+    _keys(table, SPEC_KEYS, path, f"{where}: spec.{owner}")
+    raises = table.get("raises", {})
+    if not isinstance(raises, dict):
+        _fail(path, f'{where}: spec.{owner}.raises must be a table, e.g. raises.KeyError = "when ..."')
+    phrases = {**{k: table[k] for k in ("returns", "unchanged") if k in table}, **raises}
+    for name, text in phrases.items():
+        if not isinstance(text, str) or not text.strip():
+            _fail(path, f"{where}: spec.{owner}.{name} must be a phrase")
+        if text.rstrip().endswith(".") or '"""' in text or "\\" in text or "\n" in text:
+            _fail(path, f'{where}: spec.{owner}.{name} is one line, without a final period, a backslash or """')
+    return Spec(owner, table.get("returns", ""), tuple(raises.items()), table.get("unchanged", ""))
+
+
+def _hints(text, specs: tuple[Spec, ...], path: Path, where: str) -> tuple[str, ...]:
+    """The levels of a `hints` string: its paragraphs, each made one line, with the spec's phrases quoted."""
+    if not isinstance(text, str) or not text.strip():
+        _fail(path, f"{where}: hints must be a string of paragraphs, one per level")
+    by_owner = {spec.owner: spec for spec in specs}
+
+    def quote(match: re.Match) -> str:
+        owner, kind = match["owner"], match["kind"]
+        if owner is None and len(specs) != 1:
+            _fail(path, f"{where}: a hint quotes {{{kind}}} of a task with {len(specs)} specs: write {{OWNER.{kind}}}")
+        spec = by_owner.get(owner) if owner else specs[0]
+        if spec is None:
+            _fail(path, f"{where}: a hint quotes the spec of {owner}, which has none")
+        phrase = spec.raises_phrase() if kind == "raises" else getattr(spec, kind)
+        if not phrase:
+            _fail(path, f"{where}: a hint quotes {{{match[0][1:-1]}}}, which the spec does not say")
+        return phrase
+
+    lines = "\n".join(line.strip() for line in text.strip().splitlines())
+    levels = [" ".join(paragraph.split()) for paragraph in lines.split("\n\n") if paragraph.strip()]
+    return tuple(re.sub(QUOTE, quote, level) if "{" in level else level for level in levels)
+
+
+def _task(table, number: int, lesson: dict, path: Path) -> Task:
+    if not isinstance(table, dict):
+        _fail(path, "each [[task]] must be a table")
+    task_id = table.get("id")
+    lesson_part, _, task_part = task_id.partition(".") if isinstance(task_id, str) else ("", "", "")
+    if lesson_part != str(number) or not task_part.isdigit() or task_part.startswith("0"):
+        _fail(path, f"task id {task_id!r}: a task of lesson {number} is {number}.N")
+    where = f"task {task_id}"
+    _keys(table, TASK_KEYS, path, where)
+    title = table.get("title")
+    if not isinstance(title, str) or not title.strip():
+        _fail(path, f"{where} has no title")
+    owners = _strings(table.get("owners", []), path, f"{where}: owners")
+    runs_whole = _strings(table.get("runs_whole", []), path, f"{where}: runs_whole")
+    if bool(owners) == bool(runs_whole):
+        _fail(path, f"{where}: give it either owners (its code) or runs_whole (a capstone's files)")
+    specs = table.get("spec", {})
+    if not isinstance(specs, dict):
+        _fail(path, f"{where}: spec must be a table of owners")
+    spec = tuple(_spec(owner, specs[owner], path, where) for owner in specs)
+    bug = table.get("demo_bug")
+    if bug is not None and (not isinstance(bug, list) or len(bug) != 2 or not all(isinstance(b, str) for b in bug)):
+        _fail(path, f"{where}: demo_bug is [the line of the reference, the buggy line]")
+    return Task(
+        id=task_id,
+        title=title,
+        hints=_hints(table.get("hints"), spec, path, where),
+        runs_whole=runs_whole,
+        owners=owners,
+        file=lesson.get("file", ""),
+        needs=_strings(table.get("needs", []), path, f"{where}: needs"),
+        preload=_strings(lesson.get("preload", []), path, "preload"),
+        spec=spec,
+        demo_bug=tuple(bug) if bug else None,
+    )
+
+
+def _parse(path: Path, text: str, up: int = 3) -> dict:
+    import tomllib  # here: a run whose files `parsed.json` holds does not import it
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        _fail(path, f"not valid TOML: {exc}", up)
+
+
+def load_lesson(path: Path, data: dict | None = None) -> Lesson:
+    """One lesson's data file (or `data`, what `tomllib` read from it), checked for its own shape (`check.py`
+    checks it against the course)."""
+    stem = path.stem
+    if not (stem[:2].isdigit() and stem[2:3] == "-" and len(stem) > 3 and set(stem[3:]) <= SLUG_CHARACTERS):
+        _fail(path, "a lesson's data file is named after its page: NN-slug.toml")
+    if data is None:
+        data = _parse(path, path.read_text(encoding="utf-8"))
+    _keys(data, LESSON_KEYS, path, "the lesson")
+    number = int(stem[:2])
+    if not isinstance(data.get("title"), str) or not data["title"].strip():
+        _fail(path, "the lesson has no title")
+    if not isinstance(data.get("bonus", False), bool):
+        _fail(path, "bonus is true or false")
+    examples = []
+    for example in data.get("example", []):
+        _keys(example, EXAMPLE_KEYS, path, "an [[example]]")
+        if not all(isinstance(example.get(k), str) for k in EXAMPLE_KEYS):
+            _fail(path, "an [[example]] has a text and a code")
+        examples.append((example["text"], example["code"]))
+    edition = _edition(data, path)
+    tasks = tuple(_task(table, number, data, path) for table in data.get("task", []))
+    return Lesson(number, path.stem, data["title"], tasks, data.get("bonus", False), tuple(examples), edition)
+
+
+def _edition(data: dict, path: Path, up: int = 3) -> tuple[tuple[str, str], ...]:
+    """A data file's `[[edition]]` tables: (the page's words, the edition's; "" leaves the words and their line out)."""
+    edition = []
+    for sentence in data.get("edition", []):
+        _keys(sentence, EDITION_KEYS, path, "an [[edition]]", up)
+        course, said = sentence.get("course"), sentence.get("edition")
+        if not (isinstance(course, str) and course.strip() and isinstance(said, str)):
+            _fail(path, "an [[edition]] has the page's words (`course`) and the edition's (`edition`)", up)
+        edition.append((course.strip(), said.strip()))
+    return tuple(edition)
+
+
+# What `tomllib` reads from each lesson's file, kept beside them by `python -m autograder dev build` with the text it
+# was read from: a run whose files hold that very text takes it from there, a thousandth of the time (JSON's reader
+# is C, TOML's Python); any other reads the TOML. A stale or missing one costs time, never a wrong course.
+PARSED = "parsed.json"
+
+
+def _texts(folder: Path) -> dict[str, str]:
+    names = sorted(name for name in os.listdir(folder) if name.endswith(".toml"))  # no glob: its pattern costs more
+    texts = {}
+    for name in names:
+        with open(os.path.join(folder, name), encoding="utf-8") as file:
+            texts[name] = file.read()
+    return texts
+
+
+def parsed_snapshot(folder: Path = DATA) -> str:
+    """The text of `folder/parsed.json`, as build writes it: each lesson's file's text and what `tomllib` read."""
+    texts = _texts(folder)
+    lessons = {name: {"toml": text, "parsed": _parse(folder / name, text)} for name, text in texts.items()}
+    about = "written by `python -m autograder dev build` from the .toml files beside it; read where they are unchanged"
+    return json.dumps({"about": about, "lessons": lessons}, ensure_ascii=False, indent=1) + "\n"  # in TOML order
+
+
+def load(folder: Path = DATA) -> tuple[Lesson, ...]:
+    """Every lesson's data, in lesson order."""
+    texts = _texts(folder)
+    try:
+        kept = json.loads((folder / PARSED).read_bytes())["lessons"]
+    except (OSError, ValueError, KeyError, TypeError):
+        kept = {}
+    parsed = {}
+    for name, text in texts.items():
+        same = kept.get(name) if isinstance(kept, dict) else None
+        fresh = isinstance(same, dict) and same.get("toml") == text and isinstance(same.get("parsed"), dict)
+        parsed[name] = same["parsed"] if fresh else _parse(folder / name, text)
+    lessons = (load_lesson(folder / name, data) for name, data in parsed.items())
+    return tuple(sorted(lessons, key=lambda lesson: lesson.number))
+
+
+LESSONS: tuple[Lesson, ...] = load()
 TASKS: dict[str, Task] = {t.id: t for lesson in LESSONS for t in lesson.tasks}
 LESSON_OF: dict[str, Lesson] = {t.id: lesson for lesson in LESSONS for t in lesson.tasks}
+
+
+@dataclass(frozen=True)
+class Guide:
+    """A page of the site's guides that the student edition ships, and says otherwise where it promises what only
+    the full course does: `data/guides/NAME.toml` for `course/guides/NAME.md`, which holds `[[edition]]` tables only."""
+
+    name: str  # grading
+    edition: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def page(self) -> str:
+        return f"course/guides/{self.name}.md"
+
+    @property
+    def data(self) -> str:
+        return f"autograder/course/data/guides/{self.name}.toml"
+
+
+GUIDE_KEYS = {"edition"}
+
+
+def guides(folder: Path = DATA) -> tuple[Guide, ...]:
+    """The guides' data, read when asked (by the student edition's export and `dev check`), not by every run."""
+    found = []
+    for path in sorted((folder / "guides").glob("*.toml")):
+        data = _parse(path, path.read_text(encoding="utf-8"), up=4)
+        _keys(data, GUIDE_KEYS, path, "a guide's data", up=4)
+        found.append(Guide(path.stem, _edition(data, path, up=4)))
+    return tuple(found)
 
 
 def lesson(number: int) -> Lesson:
@@ -581,6 +371,11 @@ def task(task_id: str) -> Task:
         ) from None
 
 
+def words(sentence: str) -> re.Pattern:
+    """A sentence as a pattern of its words, whatever spaces or line breaks stand between them on a page."""
+    return re.compile(r"\s+".join(re.escape(word) for word in sentence.split()))
+
+
 def sort_key(task_id: str) -> tuple[int, int]:
     lesson_number, number = task_id.split(".")
     return int(lesson_number), int(number)
@@ -588,27 +383,8 @@ def sort_key(task_id: str) -> tuple[int, int]:
 
 # What a task's checks run through in its own lesson (or a later one), besides the lessons before it: the reference
 # of these tasks sits under the learner's code in the task's worker, so that a bug there is not charged twice.
-# `tests/test_prerequisites.py` grades each task over these alone.
-NEEDS: dict[str, tuple[str, ...]] = {
-    "2.2": ("2.1",),  # every check makes Values
-    "2.3": ("2.1",),
-    "2.4": ("2.1", "2.3"),
-    "3.1": ("5.1",),  # the graphs drawn show grads: the checks' sweep runs each node's _backward
-    "3.2": ("3.1", "5.1", "5.2", "5.3"),
-    "4.3": ("5.2", "5.3"),
-    "5.1": ("5.2", "5.3"),  # a neuron's backward runs through all three rules
-    "5.2": ("5.1", "5.3"),
-    "5.3": ("5.1", "5.2"),
-    # lesson 8's checks build expressions that mix all of its operations; none of them can stand in for another
-    **{f"8.{n}": tuple(f"8.{m}" for m in range(1, 7) if m != n) for n in range(1, 7)},
-    "10.3": ("10.1", "10.2"),  # a Layer is made of Neurons, an MLP of Layers
-    "10.4": ("10.1", "10.2", "10.3"),
-    "11.3": ("11.1", "11.2"),  # the loop computes the loss and takes the steps
-    "12.4": ("12.1", "12.2", "12.3"),
-    "13.2": ("13.1",),  # cross_entropy takes a log
-    "14.2": ("14.1",),  # + and * with broadcasting sum their gradients back with unbroadcast
-    "14.6": ("14.1", "14.2", "14.3", "14.4", "14.5"),  # the network is made of the lesson's Tensor
-}
+# `tests/test_prerequisites.py` grades each task over these alone. Each task's `needs` in its lesson's data.
+NEEDS: dict[str, tuple[str, ...]] = {t.id: t.needs for t in TASKS.values() if t.needs}
 
 
 def prerequisites(task_id: str) -> frozenset[str]:

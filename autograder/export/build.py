@@ -2,7 +2,11 @@
 
 The generated files, and what they are made from:
 
-- the task list in each solution file's module docstring (the registry and the solution markers);
+- the task list in each solution file's module docstring (the course's data and the solution markers), and the
+  spec sections that end the docstrings of the functions that hold a task's code (`Returns:`, `Raises:`, `Leaves
+  unchanged:`, the data's `[task.spec.OWNER]`: `autograder/course/spec.py`);
+- `autograder/course/data/parsed.json`, what `tomllib` reads from each lesson's data, beside the text it read (the
+  data's .toml files: a run whose files are unchanged loads it instead of parsing TOML);
 - `exercises/*.py`, the stubs, and their manifest (the solutions; a file the learner changed is never replaced);
 - `exercises/notebooks/lessonNN.ipynb`, the learner notebooks (the registry and the solutions);
 - `.github/classroom/classroom.yml`, the learners' Classroom workflow template (the registry and the tests' points);
@@ -30,6 +34,7 @@ from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import SOLUTIONS, all_regions, has_sources
+from autograder.course.spec import with_spec
 
 TASK_LIST = re.compile(r"^Tasks in this file.*?(?=\n\n(?!- )|\n*\Z)", re.S | re.M)
 HEADING = "Tasks in this file (the list is written by `python -m autograder build`):"
@@ -53,7 +58,7 @@ def with_task_list(text: str, module: str) -> str:
 
 
 def stale_docstrings() -> dict[Path, str]:
-    """Solution files whose task list is out of date, with their regenerated text."""
+    """Solution files whose task list or spec sections are out of date, with their regenerated text."""
     if not has_sources():
         return {}
     out = {}
@@ -61,7 +66,7 @@ def stale_docstrings() -> dict[Path, str]:
         if path.stem == "__init__" or not any(r.module == path.stem for r in all_regions()):
             continue
         text = path.read_text()
-        new = with_task_list(text, path.stem)
+        new = with_spec(with_task_list(text, path.stem), path.stem, str(path))
         if new != text:
             out[path] = new
     return out
@@ -117,8 +122,16 @@ def build(check: bool) -> tuple[list[str], list[str]]:
     from autograder.grading import blame, grader
 
     changed, refused = [], []
+    parsed = registry.DATA / registry.PARSED
+    snapshot = registry.parsed_snapshot()
+    if not parsed.is_file() or parsed.read_text(encoding="utf-8") != snapshot:
+        changed.append(str(parsed.relative_to(SOLUTIONS.parent)))
+        if not check:
+            parsed.write_text(snapshot, encoding="utf-8")
+            if registry.load() != registry.LESSONS:  # this run loaded what the old file said: not the data
+                raise RuntimeError(f"{parsed.name} said other things than the data: rewritten; run build again")
     docstrings = stale_docstrings()
-    changed += [f"{p.relative_to(SOLUTIONS.parent)} (task list)" for p in docstrings]
+    changed += [f"{p.relative_to(SOLUTIONS.parent)} (task list or spec)" for p in docstrings]
     if not check:
         for path, text in docstrings.items():
             path.write_text(text)

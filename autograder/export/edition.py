@@ -30,12 +30,14 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from autograder.course import registry
 from autograder.course.regions import REPO, SOLUTIONS, manifest_entries, solution_files
 from autograder.export import classroom, runs_through
 from autograder.export import stubs as sync
@@ -177,82 +179,6 @@ def _build_site(out: Path) -> str:
     return printed[printed.index("=") :]  # from the scorecard's first line: not pytest's progress letters
 
 
-# Where a page promises what only the full course does (a bug charged once, where it is, because the reference runs
-# underneath), the edition's page says what happens there instead: page -> [(the course's text, the edition's)].
-EDITION_SENTENCES: dict[str, list[tuple[str, str]]] = {
-    "00-welcome.md": [
-        (
-            "a\nlater lesson grades your new code on top of the *reference* version of the\nearlier ones: a bug in "
-            "lesson 2 costs you points in lesson 2 only.",
-            "this\nedition has no reference code, so a later lesson grades your new code on top of\nyour own earlier "
-            "ones: a task whose checks run through a failing task waits for it\n(its points come once that task "
-            "passes), and `Next:` names the earliest one to fix.",
-        )
-    ],
-    "10-nn.md": [
-        (
-            "The\ngrader runs your classes on the reference engine, so an engine bug from an\nearlier lesson does "
-            "not count against you here.",
-            "In this\nedition the grader runs your classes on your own engine: an engine bug from an\nearlier lesson "
-            "makes these checks wait for that task, so fix the task `Next:` names first.",
-        )
-    ],
-    "12-classifier.md": [
-        (
-            "Every check so far ran one piece of yours over the reference's other pieces,\nso that a bug costs "
-            "points once, where it is.",
-            "This edition has no reference code, so every check so far ran one piece of\nyours over your other "
-            "pieces, and a check that ran through a failing task waited\nfor it.",
-        )
-    ],
-    "guides/grading.md": [
-        (
-            "| the reference solution | `pytest autograder --impl solutions` |\n",
-            "",
-        ),
-        (
-            "The checks of a task run *your* code for that task over the *reference* code\nof everything else (your "
-            "`nn.py` over the reference `Value`, your `__pow__`\nover the reference `__add__`), so one bug costs "
-            "points once, where it is.",
-            "This edition has no reference code, so the checks of a task run your code for\nthat task over your own "
-            "code for everything it needs: a task whose checks run\nthrough a failing task waits for it (its points "
-            "come once that task passes),\nand `Next:` names the earliest one to fix.",
-        ),
-        (
-            "A red line always means your code. When a check fails, the grader asks the\nsame check of the "
-            "reference solution, on your machine, through the same kind\nof worker, with the same options and "
-            "inputs. If the reference fails it too,\nyour machine is at fault, not your code (a PyTorch that cannot "
-            "run autograd\nin a forked worker, a broken install, a machine too busy to answer): the\ncheck is "
-            "marked `?` *could not be graded here*, with what went wrong, and it\ncounts neither as earned nor as "
-            "lost (the total leaves it out and says how\nmany points it left out). Run `python -m autograder "
-            "doctor`: it grades the\nreference on one real check of each kind and names the cause and the fix.",
-            "In the full course, when a check fails, the grader asks the same check of the\nreference solution on "
-            "your machine, and a check the reference fails too is\nmarked `?` *could not be graded here*: it counts "
-            "neither as earned nor as lost.\nThis edition has no reference solution to ask, so a red line may be "
-            "the\nmachine's (a PyTorch that cannot run autograd in a forked worker, a broken\ninstall, a machine "
-            "too busy to answer): if a check fails that you believe is\nright, run `python -m autograder doctor`, "
-            "which checks what grading needs on\nthis machine and names the fix.",
-        ),
-        (
-            "runs a few examples of its lesson twice: with your\ncode (your code for that lesson over the reference "
-            "for the rest, as the\ngrader runs it) and with the reference. Then it says where yours first\n"
-            "differs from the reference",
-            "runs a few examples of its lesson with your code\n(this edition has no reference code, so your code "
-            "runs for everything) and\ncompares what they give with the reference's answers, recorded when this\n"
-            "edition was made (where none was recorded, it says so). Then it says where\nyours first differs "
-            "from the reference",
-        ),
-    ],
-    "14-tensors.md": [
-        (
-            "The grader runs them over the reference `Tensor` and compares",
-            "In this edition the grader runs them over your own `Tensor` (they wait\nfor the lesson's failing tasks) "
-            "and compares",
-        )
-    ],
-}
-
-
 def edition_config(text: str) -> str:
     """mkdocs.yml as the edition has it: `mkdocs serve` watches no solutions/ (the edition has none), and the nav
     has no section of `LEFT_OUT_OF_NAV` (whose pages the edition leaves out)."""
@@ -278,11 +204,17 @@ def edition_config(text: str) -> str:
 
 
 def edition_page(name: str, text: str) -> str:
-    """A course page as the edition shows it: its sentences of `EDITION_SENTENCES` replaced."""
-    for course, edition in EDITION_SENTENCES.get(name, []):
-        if course not in text:
-            raise RuntimeError(f"course/{name} no longer says {course!r}: update EDITION_SENTENCES")
-        text = text.replace(course, edition)
+    """A course page as the edition shows it: where it promises what only the full course does (a bug charged once,
+    where it is, because the reference runs underneath), it says what happens in the edition instead (`[[edition]]`
+    in the lesson's data, or in `data/guides/NAME.toml` for a guide)."""
+    lesson = next((x for x in registry.LESSONS if f"{x.slug}.md" == name), None)
+    guide = None if lesson else next((g for g in registry.guides() if f"guides/{g.name}.md" == name), None)
+    page = lesson or guide
+    for course, edition in page.edition if page else ():
+        pattern = registry.words(course).pattern + ("" if edition else r"[ \t]*\n?")  # a row left out: its line too
+        text, found = re.subn(pattern, lambda _, said=edition: said, text, count=1)
+        if not found:
+            raise RuntimeError(f"course/{name} no longer says {course!r}: update [[edition]] in {page.data}")
     return text
 
 

