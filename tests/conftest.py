@@ -84,6 +84,19 @@ def session_tmp(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def trained_classifier():
+    """Lesson 12's demo run, trained once for the whole suite (about a minute): the model and its history.
+
+    Tests read it and must leave its parameters as they found them.
+    """
+    from solutions import classifier
+
+    X, y = classifier.moons()
+    model = classifier.classifier_model()
+    return model, classifier.train_classifier(model, X, y, steps=100)
+
+
+@pytest.fixture(scope="session")
 def reference_run(session_tmp) -> GradingRun:
     """The reference graded once for the whole suite."""
     return grade("solutions", tmp_path=session_tmp)

@@ -166,11 +166,10 @@ def test_lesson_11_loss_falls_to_near_zero():
     assert all(abs(p - y) < 0.2 for p, y in zip(predictions, train.YS, strict=True))
 
 
-def test_lesson_12_demo_reaches_full_training_accuracy():
-    """The lesson-12 demo itself: 100 steps, full batch (about a minute)."""
+def test_lesson_12_demo_reaches_full_training_accuracy(trained_classifier):
+    """The lesson-12 demo itself: 100 steps, full batch (about a minute, once for the suite: conftest.py)."""
     X, y = classifier.moons()
-    model = classifier.classifier_model()
-    history = classifier.train_classifier(model, X, y, steps=100)
+    model, history = trained_classifier
     assert history[-1][1] >= 0.99
     assert history[-1][0] < history[0][0] / 10
     # the held-out split: a second draw of the same moons, disjoint from the 100 training points

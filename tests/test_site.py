@@ -1031,8 +1031,9 @@ LAYOUT = (
       const p = point.getBoundingClientRect();
       const x = p.left + p.width / 2, y = p.top + p.height / 2;
       if (x < 0 || y < 0 || x > innerWidth || y > innerHeight) continue;
+      // a filled region: a contour line (fill none) a point sits on is not what is behind it
       const region = document.elementsFromPoint(x, y)
-        .find((e) => e.closest('[id*="QuadContourSet"]') && e.tagName === "path");
+        .find((e) => e.closest('[id*="QuadContourSet"]') && e.tagName === "path" && paint(e, "fill"));
       if (region) check("a point on its region", paint(point, "fill"), over(paint(region, "fill"), page));
     }
   }
