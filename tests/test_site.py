@@ -5,11 +5,17 @@ it on 127.0.0.1, and opens every page in Debian's Chromium driven by
 Playwright, checking what a learner would see: the maths typeset as MathML,
 every figure drawn, the task headings, hints and commands, the syllabus's
 numbers, the zoom of a figure, the search, no console error, and no request
-to any host but 127.0.0.1.
+to any host but 127.0.0.1. Every page, on a 390 px phone and a 1280 px
+desktop, light and dark, in one pass each: what fits, axe-core's WCAG 2.2 A
+and AA rules, the contrast of every text, a focus ring on every control, no
+figure text below 9 px, no table that scrolls sideways.
 
 Chromium is Debian's package (`apt-get install -y chromium`), never a browser
 downloaded by `playwright install`. Without it the browser tests are skipped,
-unless the environment variable CI is set: then they fail.
+unless the environment variable CI is set: then they fail. axe-core comes from
+the npm registry at the version and hash of `tests/axe/package-lock.json`
+(`npm ci`, into `.cache/axe-core`); without npm its test is skipped, unless CI
+is set.
 """
 
 from __future__ import annotations
@@ -331,6 +337,33 @@ EXTRA_PAGES = ("index.md", "recap.md")  # the pages that are not lessons
 def test_one_page_per_lesson():
     pages = sorted(p.name for p in COURSE.glob("*.md") if p.name not in EXTRA_PAGES)
     assert pages == sorted(Path(lesson.page).name for lesson in registry.LESSONS)
+
+
+def test_a_graphs_description_names_each_operation():
+    """A graph's accessible description says which operation made each value: Graphviz quotes `*` and `+` but
+    writes `label=tanh` and `label=exp` bare, and a power's exponent is part of its op."""
+    sys.path.insert(0, str(COURSE / "_build"))
+    import pagekit
+
+    from solutions.engine import Value
+    from solutions.graph import draw_dot
+
+    a, b = Value(0.5, label="a"), Value(-2.0, label="b")
+    e = a.exp()
+    e.label = "e"
+    n = e * b
+    n.label = "n"
+    o = n.tanh()
+    o.label = "o"
+    r = o.relu()
+    r.label = "r"
+    p = r**2
+    p.label = "p"
+    text = pagekit.describe_graph(draw_dot(p))
+    assert "?" not in text, text
+    for made in ("e = exp(a)", "o = tanh(n)", "r = ReLU(o)", "p = r**2"):
+        assert f"; {made}: data " in text, (made, text)
+    assert "; n = e * b: data " in text or "; n = b * e: data " in text, text  # the children of a node are a set
 
 
 def all_pages() -> list[str]:
@@ -802,6 +835,8 @@ def test_neuron_playground_moves_with_its_sliders(visit):
     before = shown()
     assert before == reference(**start), before
     assert before["o"] == ["0.7071", "1.0000"] and before["w2"][1] == "0.0000" and before["x1"][1] == "-1.5000"
+    spoken = page.locator(".bp-neuron [aria-live='polite']")
+    assert spoken.count() == 1 and spoken.text_content() == "", "the live region speaks before anything moved"
 
     # a learner moves x2 away from 0 with the keyboard: o and the gradients change, w2 wakes up
     slider = page.locator(".bp-neuron input[name='x2']")
@@ -814,6 +849,16 @@ def test_neuron_playground_moves_with_its_sliders(visit):
     assert after["o"][0] != before["o"][0] and after["w2"][1] != "0.0000", after
     assert after == reference(**{**start, "x2": x2}), after
     assert page.locator(".bp-neuron output").nth(2).text_content() == f"{x2:.4f}"
+
+    # a screen reader hears, once the slider rests, what each thing to try asks about: o, its slope do/dn (the
+    # grad of n) and every node's grad, as the picture shows them
+    page.wait_for_function("e => e.textContent.includes('grads:')", arg=spoken.element_handle(), timeout=5000)
+    heard = re.fullmatch(r"o = (\S+), do/dn = (\S+); grads: (.*)", spoken.text_content())
+    assert heard, spoken.text_content()
+    grads = dict(item.rsplit(" ", 1) for item in heard[3].split(", "))
+    assert [heard[1], heard[2]] == [after["o"][0], after["n"][1]], heard[0]
+    assert grads == {name: grad for name, (_, grad) in after.items() if name != "o"}, heard[0]
+    assert spoken.get_attribute("aria-atomic") == "true"
 
     # dragging w1 to -1.5 (set and announced as the browser does) recomputes every node again
     page.eval_on_selector(
@@ -834,14 +879,63 @@ SCREENS = {"phone": (390, 844), "desktop": (1280, 800)}
 SCHEMES = ("light", "dark")
 AA = 4.5  # WCAG AA contrast for text
 
+# Colours as the browser computes them: parse, composite over what is behind, measure (WCAG's relative luminance).
+# `background(e)`: the colour behind an element's text, its own and its ancestors' backgrounds over white;
+# `paint(e, "fill")`: an SVG element's fill or stroke with its opacities; `opacity(e)`: its and its ancestors'.
+COLOURS = r"""
+  const rgba = (text) => {
+    const m = text.match(/rgba?\(([^)]+)\)/);
+    if (!m) return null;
+    const [r, g, b, a] = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+    return [r, g, b, a === undefined || Number.isNaN(a) ? 1 : a];
+  };
+  const over = (top, under) => top.slice(0, 3).map((c, i) => c * top[3] + under[i] * (1 - top[3])).concat(1);
+  const luminance = (c) => {
+    const [r, g, b] = c.slice(0, 3).map((v) => {
+      v /= 255;
+      return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => { const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p)
+      ; return (x + 0.05) / (y + 0.05); };
+  const behind = new Map();
+  const background = (e) => {  // the colour behind an element: its ancestors' backgrounds, over white
+    if (!e || e.nodeType !== 1) return [255, 255, 255, 1];
+    if (!behind.has(e)) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      behind.set(e, c && c[3] === 1 ? c : c && c[3] > 0 ? over(c, background(e.parentElement))
+        : background(e.parentElement));
+    }
+    return behind.get(e);
+  };
+  const opacities = new Map();
+  const opacity = (e) => {  // an opacity of 0 is a state the element is shown out of (the search, the skip link)
+    if (!e || e.nodeType !== 1) return 1;
+    if (!opacities.has(e)) opacities.set(e, (Number(getComputedStyle(e).opacity) || 1) * opacity(e.parentElement));
+    return opacities.get(e);
+  };
+  const paint = (e, property) => {  // an SVG element's fill or stroke, with its opacity
+    const style = getComputedStyle(e);
+    const c = rgba(style[property]);
+    if (!c) return null;
+    c[3] *= Number(style[property + "Opacity"]) * Number(style.opacity);
+    return c;
+  };
+"""
+
 # Measures one page as it is shown. Returns a list of problems, each a string:
 # - the page scrolls sideways, or a figure leaves the text column;
 # - a formula (any <math>) is cut: outside the column with nothing to scroll it into view, or inside a
 #   scroll box it cannot be scrolled to, or in a box that scrolls without the shade that says so;
-# - a text colour below 4.5:1 on what is behind it: the neuron playground's grads, the graphs' op
-#   outlines and node text, the "output" label, lesson 12's points on their region;
+# - a text colour below 4.5:1 on what is behind it: the neuron playground's text on its records and ops, the
+#   graphs' op outlines and node text, the "output" label, lesson 12's points on their region;
 # - on a desktop, a graph drawn below 0.7 of its size (pagekit keeps them readable).
-LAYOUT = r"""(aa) => {
+LAYOUT = (
+    r"""(aa) => {
+"""
+    + COLOURS
+    + r"""
   const problems = [];
   const root = document.scrollingElement;
   if (root.scrollWidth > root.clientWidth)
@@ -859,38 +953,6 @@ LAYOUT = r"""(aa) => {
           , column ${column.left}..${column.right}`);
   }
 
-  // colours: parse, composite, measure
-  const rgba = (text) => {
-    const m = text.match(/rgba?\(([^)]+)\)/);
-    if (!m) return null;
-    const [r, g, b, a] = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
-    return [r, g, b, a === undefined || Number.isNaN(a) ? 1 : a];
-  };
-  const over = (top, under) => top.slice(0, 3).map((c, i) => c * top[3] + under[i] * (1 - top[3])).concat(1);
-  const luminance = (c) => {
-    const [r, g, b] = c.slice(0, 3).map((v) => {
-      v /= 255;
-      return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
-    });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const ratio = (a, b) => { const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p)
-      ; return (x + 0.05) / (y + 0.05); };
-  const background = (e) => {  // the colour behind an element: its ancestors' backgrounds, over white
-    const layers = [];
-    for (let n = e; n && n.nodeType === 1; n = n.parentElement) {
-      const c = rgba(getComputedStyle(n).backgroundColor);
-      if (c && c[3] > 0) { layers.push(c); if (c[3] === 1) break; }
-    }
-    return layers.reverse().reduce((under, c) => over(c, under), [255, 255, 255, 1]);
-  };
-  const paint = (e, property) => {  // an SVG element's fill or stroke, with its opacity
-    const style = getComputedStyle(e);
-    const c = rgba(style[property]);
-    if (!c) return null;
-    c[3] *= Number(style[property + "Opacity"]) * Number(style.opacity);
-    return c;
-  };
   const check = (what, fg, bg) => {
     if (!fg || !bg) return problems.push(`${what}: no colour to measure`);
     const r = ratio(over(fg, bg), bg);
@@ -924,11 +986,14 @@ LAYOUT = r"""(aa) => {
     }
   }
 
-  // the neuron playground's grads on their record
-  for (const grad of document.querySelectorAll(".bp-neuron .bp-np-grad")) {
-    const record = grad.closest("g").querySelector(".bp-neuron-record");
-    check(`playground grad ${grad.textContent} (${grad.dataset.sign})`, paint(grad, "fill")
-        , over(paint(record, "fill"), background(record.closest("svg"))));
+  // the neuron playground's text on what it is drawn on: names, keys, values and grads on their record, ops on
+  // their ellipse
+  for (const text of document.querySelectorAll(".bp-neuron-node :is(text, tspan)")) {
+    if (![...text.childNodes].some((n) => n.nodeType === 3 && n.data.trim())) continue;
+    const shape = text.closest("g").querySelector(text.matches(".bp-neuron-optext") ? ".bp-neuron-op"
+        : ".bp-neuron-record");
+    const what = text.dataset.sign ? `grad (${text.dataset.sign})` : text.textContent.trim();
+    check(`playground ${what}`, paint(text, "fill"), over(paint(shape, "fill"), background(shape.closest("svg"))));
   }
   for (const op of document.querySelectorAll(".bp-neuron .bp-neuron-op"))
       check("playground op outline", paint(op, "stroke"), background(op.closest("svg")));
@@ -974,6 +1039,7 @@ LAYOUT = r"""(aa) => {
   }
   return problems;
 }"""
+)
 
 
 def zoom_check(page, touch: bool) -> list[str]:
@@ -1024,38 +1090,6 @@ def zoom_check(page, touch: bool) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("screen", list(SCREENS))
-def test_every_page_fits_reads_and_zooms(chromium, server, screen, scheme):
-    """On every page, on a 390 px phone (touch) and a 1280 px desktop, light and dark: no sideways scrolling,
-    no figure outside the column, no formula cut (what scrolls is shaded), text contrast of at least 4.5:1,
-    and a zoomed figure larger than the column."""
-    width, height = SCREENS[screen]
-    visit = Visit(chromium, server, color_scheme=scheme, viewport=(width, height), touch=screen == "phone")
-    problems = {}
-    try:
-        for path in all_pages():
-            page = visit.open(path)
-            page.wait_for_timeout(50)  # the neuron playground picks its layout after load
-            found = page.evaluate(LAYOUT, AA)
-            if screen == "desktop":
-                scales = page.eval_on_selector_all(
-                    "article .bp-graph > svg",
-                    f"els => {SHOWN}(els).map(e => e.getBoundingClientRect().width / e.width.baseVal.value)",
-                )
-                found += [f"graph drawn at {scale:.2f} of its size" for scale in scales if scale < 0.7]
-            found += zoom_check(page, touch=screen == "phone")
-            if found:  # each problem once, with how often it occurs
-                problems[path or "home"] = [
-                    f"{x} (×{found.count(x)})" if found.count(x) > 1 else x for x in dict.fromkeys(found)
-                ]
-        assert not problems, f"{screen}, {scheme}:\n" + "\n".join(f"{p}: {x}" for p, x in problems.items())
-        assert not visit.errors, visit.errors
-        assert not visit.outside
-    finally:
-        visit.close()
-
-
 def test_aligned_equations_line_up(visit):
     """In an align*, the contents of a column's cells share their aligned edge: the = signs sit one under the other."""
     edges = """els => els.map(t => [...t.querySelectorAll(':scope > mtr')].map(row => [...row.children].map(cell => {
@@ -1082,40 +1116,279 @@ def test_lesson_0_shows_the_status_table_first(visit):
     assert tabs.locator("table").is_visible(), "the table of statuses is not the tab shown"
 
 
-# ---------------------------------------------------------------- readable at the width it is shown at
+# ---------------------------------------------------------------- every page, both widths, both schemes: one pass
+#
+# One browser context per screen and scheme opens every page once and runs every check on it (the audit fixture);
+# each test below reads one kind of problem from that pass: what fits (above), axe-core's WCAG 2.2 A and AA rules,
+# the contrast of every text, a focus ring on every control, the size of every figure's text and the width of
+# every table, what the figures' descriptions say, and on a desktop the code lines.
 
-SMALLEST_TEXT_PX = 9  # no text of a figure is drawn smaller than this on a 390 px phone
+SMALLEST_TEXT_PX = 9  # no text of a figure is drawn smaller than this, the neuron playground's included
 
-# On a phone: the text of every figure the screen shows, at its size on screen (font size times the SVG's
-# scale), and every table: inside the column, or in a box of its own that scrolls sideways within the column.
-PHONE_READING = r"""(smallest) => {
+# The text of every figure the screen shows, each run of it at its size on screen (font size times the SVG's
+# scale; a superscript or a minus sign of a plot's 10⁻³ is a <tspan> of its own), the playground's included;
+# and every table whole: in the column (a scroll box of the theme's may reach the screen's edges), nothing
+# to scroll sideways to.
+READING = r"""(smallest) => {
   const problems = [];
   const article = document.querySelector("article");
   const column = article.getBoundingClientRect();
-  for (const svg of article.querySelectorAll(".bp-figure > svg")) {
-    if (getComputedStyle(svg).display === "none") continue;
-    const small = [];
-    for (const text of svg.querySelectorAll("text")) {
-      const matrix = text.getScreenCTM();
+  const shown = (e) => e.checkVisibility({visibilityProperty: true}) && e.getBoundingClientRect().width > 0;
+  for (const svg of article.querySelectorAll("svg")) {
+    if (svg.parentElement.closest("svg") || !shown(svg)) continue;
+    const small = new Set();
+    for (const text of svg.querySelectorAll("text, tspan")) {
+      const own = [...text.childNodes].filter((n) => n.nodeType === 3).map((n) => n.data).join("").trim();
+      const matrix = own && text.getScreenCTM();
+      if (!matrix) continue;
       const px = parseFloat(getComputedStyle(text).fontSize) * Math.hypot(matrix.a, matrix.b);
-      if (px < smallest - 0.05) small.push(`${text.textContent.trim()} ${px.toFixed(1)} px`);
+      if (px < smallest - 0.05) small.add(`${own} ${px.toFixed(1)} px`);
     }
-    if (small.length)
-      problems.push(`${svg.parentElement.className}: ${small.length} texts below ${smallest} px: ${small.slice(0, 3)}`);
+    const where = svg.closest(".bp-figure, .bp-neuron") || svg;
+    if (small.size)
+      problems.push(`${where.className}: ${small.size} texts below ${smallest} px: ${[...small].slice(0, 4)}`);
   }
   for (const table of article.querySelectorAll("table")) {
-    if (table.closest("svg, dialog")) continue;
+    if (table.closest("svg") || !shown(table)) continue;
     let box = table.parentElement;
     while (box !== article && !["auto", "scroll"].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
-    // a scroll box may reach the screen's edges (Material's do, on a phone), a table on its own not the column's
-    const [shown, edges] = box === article
-      ? [table.getBoundingClientRect(), column]
-      : [box.getBoundingClientRect(), {left: 0, right: document.documentElement.clientWidth}];
-    if (shown.right > edges.right + 1 || shown.left < edges.left - 1)
-      problems.push(`a table of ${table.rows[0].cells.length} columns is cut at the edge`);
+    const edges = box === article ? column : {left: 0, right: document.documentElement.clientWidth};
+    const shownBox = table.getBoundingClientRect();
+    const heads = [...table.rows[0].cells].map((c) => c.textContent.trim()).join(" | ").slice(0, 60);
+    if (box !== article && box.scrollWidth > box.clientWidth + 1)
+      problems.push(`a table scrolls sideways, ${box.scrollWidth} px in ${box.clientWidth}: ${heads}`);
+    else if (shownBox.right > edges.right + 1 || shownBox.left < edges.left - 1)
+      problems.push(`a table is cut at the edge: ${heads}`);
   }
   return problems;
 }"""
+
+# Each graph's description (its aria-label, what a screen reader reads) names every operation the graph shows.
+DESCRIBED = r"""() => [...document.querySelectorAll("article .bp-graph > svg")].flatMap((svg) => {
+  const label = svg.getAttribute("aria-label") || "";
+  const ops = new Set([...svg.querySelectorAll("g.node")].filter((g) => g.querySelector("ellipse"))
+    .map((g) => g.textContent.trim()));
+  const missing = [...ops].filter((op) => !label.includes(op));
+  return missing.length || label.includes("?(")
+    ? [`a graph of ${[...ops].join(" ")} is described as: ${label.slice(0, 120)}...`] : [];
+})"""
+
+# Every text the page lays out, on what is behind it: 4.5:1, or 3:1 for large text (24 px, or 18.66 px bold); the
+# code's every token (a highlighted line of a stub has a background of its own), the figures' text, the header,
+# the navigation, the search box's placeholder; also what is hidden until a tap or a key shows it (the phone's
+# drawer and its table of contents, the search, the skip link; the audit opens every <details> first).
+# Returns each failing pair of colours once, with how often it occurs.
+TEXT_CONTRAST = (
+    r"""(aa) => {
+"""
+    + COLOURS
+    + r"""
+  const found = new Map();
+  const measure = (e, fg, bg, large, text) => {
+    const need = large ? 3 : aa;
+    const r = ratio(over(fg, bg), bg);
+    if (r >= need - 0.005) return;
+    const key = `${fg}|${bg}|${need}`;
+    const kind = `${e.tagName.toLowerCase()}${e.classList.length ? "." + [...e.classList].join(".") : ""}`;
+    const what = `"${text.slice(0, 30)}" (${kind.slice(0, 50)}): ${r.toFixed(2)} < ${need}`;
+    if (!found.has(key)) found.set(key, {what, count: 0});
+    found.get(key).count += 1;
+  };
+  const owners = new Set();
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.data.trim()) owners.add(n.parentElement);
+  for (const e of owners) {
+    if (!e || e.closest("script, style, noscript, template, title, desc, [disabled]")) continue;
+    if (!e.checkVisibility() || ![...e.getClientRects()].some((r) => r.width > 1 && r.height > 1)) continue;
+    const style = getComputedStyle(e);
+    const svg = e instanceof SVGElement;
+    const fg = rgba(svg ? style.fill : style.color);
+    if (!fg) continue;  // no fill, or a pattern
+    fg[3] *= (svg ? Number(style.fillOpacity) : 1) * opacity(e);
+    const px = parseFloat(style.fontSize), bold = Number(style.fontWeight) >= 700;
+    const text = [...e.childNodes].filter((n) => n.nodeType === 3).map((n) => n.data).join("").trim();
+    measure(e, fg, background(e), !svg && (px >= 24 || (bold && px >= 18.66)), text);
+  }
+  for (const input of document.querySelectorAll("input[placeholder], textarea[placeholder]")) {
+    if (input.value || !input.checkVisibility()) continue;
+    const fg = rgba(getComputedStyle(input, "::placeholder").color);
+    if (fg) { fg[3] *= opacity(input); measure(input, fg, background(input), false, input.placeholder); }
+  }
+  return [...found.values()].map(({what, count}) => (count > 1 ? `${what} (×${count})` : what));
+}"""
+)
+
+# Every control the keyboard reaches (links, buttons, inputs, sliders, summaries, figures, code that scrolls),
+# focused as a keyboard focuses it: an outline of 2 px or more, with 3:1 or more on what is around it.
+FOCUS_RINGS = (
+    r"""() => {
+"""
+    + COLOURS
+    + r"""
+  const problems = [];
+  const controls = 'a[href], button, input:not([type="hidden"]), select, textarea, summary, [tabindex]';
+  for (const e of document.querySelectorAll(controls)) {
+    if (e.tabIndex < 0 || e.disabled || !e.checkVisibility({visibilityProperty: true})) continue;
+    const box = e.getBoundingClientRect();
+    if (box.width < 1 || box.height < 1) continue;
+    e.focus({preventScroll: true});
+    if (document.activeElement !== e) continue;
+    const style = getComputedStyle(e);
+    const colour = rgba(style.outlineColor), around = background(e.parentElement);
+    const contrast = colour && style.outlineStyle !== "none" ? ratio(over(colour, around), around) : 0;
+    if (!e.matches(":focus-visible") || parseFloat(style.outlineWidth) < 2 || contrast < 3) {
+      const name = (e.getAttribute("aria-label") || e.textContent || e.name || "").trim().slice(0, 30);
+      const kind = `${e.tagName.toLowerCase()}${e.classList.length ? "." + e.classList[0] : ""}`;
+      problems.push(`${kind} "${name}": outline ${style.outlineStyle} ${style.outlineWidth}, ${contrast.toFixed(2)}:1`);
+    }
+  }
+  document.activeElement?.blur();
+  return problems;
+}"""
+)
+
+OPEN_DETAILS = "() => document.querySelectorAll('article details:not([open])').forEach((d) => { d.open = true; })"
+
+# axe-core's rules of WCAG 2.0, 2.1 and 2.2, levels A and AA: the serious and critical violations. Light, all of
+# them; dark, the ones whose outcome depends on the colours (the page, its layout and its markup are the same in
+# both schemes, and axe takes a second or more a page).
+AXE_RULES = {
+    "light": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]},
+    "dark": {"type": "rule", "values": ["color-contrast", "link-in-text-block"]},
+}
+AXE_RUN = r"""async (runOnly) => {
+  const result = await axe.run(document, {runOnly, resultTypes: ["violations"]});
+  return result.violations.filter((v) => ["serious", "critical"].includes(v.impact)).map((v) => {
+    const node = v.nodes[0], why = (node.failureSummary || "").split("\n").slice(1, 2).join("").trim();
+    return `${v.id} (${v.impact}, ${v.nodes.length}×): ${v.help}; ${node.target.join(" ")}: ${why}`;
+  });
+}"""
+
+AXE_PINS = REPO / "tests" / "axe"  # package.json and package-lock.json: axe-core's version and the hash npm checks
+AXE_HOME = REPO / ".cache" / "axe-core"  # where `npm ci` installs it, here and in .ci/run
+
+
+def install_axe(npm: str) -> Path:
+    """axe-core's script, installed by `npm ci` from the npm registry at the version and hash of the lock file
+    (once: again only when the lock file changes)."""
+    script = AXE_HOME / "node_modules" / "axe-core" / "axe.min.js"
+    lock = (AXE_PINS / "package-lock.json").read_text()
+    installed = AXE_HOME / "package-lock.json"
+    if script.exists() and installed.exists() and installed.read_text() == lock:
+        return script
+    AXE_HOME.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy2(AXE_PINS / name, AXE_HOME / name)
+    command = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
+    proc = subprocess.run(command, cwd=AXE_HOME, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and script.exists(), f"npm ci of axe-core failed:\n{proc.stdout}\n{proc.stderr}"
+    return script
+
+
+@pytest.fixture(scope="module")
+def axe_core() -> Path | None:
+    """axe-core's script, or None where npm is missing (never on CI: .ci/run installs it)."""
+    npm = shutil.which("npm")
+    if not npm:
+        if os.environ.get("CI"):
+            pytest.fail("npm is missing on CI: install Debian's npm (apt-get install -y npm) for axe-core")
+        return None
+    return install_axe(npm)
+
+
+class Audit:
+    """What one pass over every page found, by kind: {kind: {page: [problem, ...]}}."""
+
+    def __init__(self, screen: str, scheme: str):
+        self.screen, self.scheme = screen, scheme
+        self.found: dict[str, dict[str, list[str]]] = {}
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+
+    def add(self, kind: str, page: str, problems: list[str]) -> None:
+        if problems:  # each problem once, with how often it occurs
+            self.found.setdefault(kind, {})[page] = [
+                f"{x} (×{problems.count(x)})" if problems.count(x) > 1 else x for x in dict.fromkeys(problems)
+            ]
+
+    def report(self, kind: str) -> str:
+        pages = self.found.get(kind, {})
+        return f"{self.screen}, {self.scheme}:\n" + "\n".join(f"{p}: {x}" for p, x in pages.items())
+
+
+@pytest.fixture(scope="module", params=[(s, c) for s in SCREENS for c in SCHEMES], ids="-".join)
+def audit(request, chromium, server, axe_core) -> Audit:
+    """Every page on a 390 px phone (touch) or a 1280 px desktop, light or dark, each check run on it once."""
+    screen, scheme = request.param
+    width, height = SCREENS[screen]
+    visit = Visit(chromium, server, color_scheme=scheme, viewport=(width, height), touch=screen == "phone")
+    if axe_core:
+        visit.context.add_init_script(path=str(axe_core))
+    result = Audit(screen, scheme)
+    try:
+        for path in all_pages():
+            page, name = visit.open(path), path or "home"
+            page.wait_for_timeout(50)  # the neuron playground picks its layout after load
+            layout = page.evaluate(LAYOUT, AA)
+            if screen == "desktop":
+                scales = page.eval_on_selector_all(
+                    "article .bp-graph > svg",
+                    f"els => {SHOWN}(els).map(e => e.getBoundingClientRect().width / e.width.baseVal.value)",
+                )
+                layout += [f"graph drawn at {scale:.2f} of its size" for scale in scales if scale < 0.7]
+                result.add("code", name, page.evaluate(CLIPPED_CODE))
+            result.add("layout", name, layout + zoom_check(page, touch=screen == "phone"))
+            result.add("reading", name, page.evaluate(READING, SMALLEST_TEXT_PX))
+            result.add("described", name, page.evaluate(DESCRIBED))
+            page.evaluate(OPEN_DETAILS)  # what one click shows: the hints, the deep dives, their code
+            result.add("contrast", name, page.evaluate(TEXT_CONTRAST, AA))
+            if axe_core:
+                result.add("axe", name, page.evaluate(AXE_RUN, AXE_RULES[scheme]))
+            page.keyboard.press("Tab")  # from now on focus is the keyboard's: :focus-visible
+            result.add("focus", name, page.evaluate(FOCUS_RINGS))
+        result.errors, result.outside = list(visit.errors), list(visit.outside)
+    finally:
+        visit.close()
+    return result
+
+
+def test_every_page_fits_reads_and_zooms(audit):
+    """On every page, on a 390 px phone (touch) and a 1280 px desktop, light and dark: no sideways scrolling,
+    no figure outside the column, no formula cut (what scrolls is shaded), the contrast of the figures' marks,
+    and a zoomed figure larger than the column. No console error, no request to another host."""
+    assert "layout" not in audit.found, audit.report("layout")
+    assert not audit.errors, audit.errors
+    assert not audit.outside, audit.outside
+
+
+def test_every_page_passes_axe(audit, axe_core):
+    """axe-core (from the npm registry, tests/axe/) over every page: no serious or critical violation of
+    WCAG 2.2's A and AA rules (in dark mode, of those that depend on the colours)."""
+    if axe_core is None:
+        pytest.skip("npm is not installed (apt-get install -y npm): axe-core, from the npm registry, did not run")
+    assert "axe" not in audit.found, audit.report("axe")
+
+
+def test_all_text_has_contrast(audit):
+    """Every text shown, every token of the code included, at 4.5:1 on its background (3:1 large): axe-core
+    leaves out what it cannot read for sure, this measures each element the page paints text with."""
+    assert "contrast" not in audit.found, audit.report("contrast")
+
+
+def test_every_control_shows_a_focus_ring(audit):
+    """Every link, button, slider, summary and figure the keyboard reaches shows a ring of 2 px at 3:1."""
+    assert "focus" not in audit.found, audit.report("focus")
+
+
+def test_every_figure_reads_and_every_table_fits(audit):
+    """No figure's text, the playground's and the plots' superscripts included, below 9 CSS px; no table that
+    scrolls sideways or leaves the column."""
+    assert "reading" not in audit.found, audit.report("reading")
+
+
+def test_every_graph_description_names_its_operations(audit):
+    assert "described" not in audit.found, audit.report("described")
+
 
 # On a desktop: every line of every code block fits its box (nothing to scroll to, no instruction hidden).
 CLIPPED_CODE = r"""() => [...document.querySelectorAll("article pre > code")]
@@ -1126,34 +1399,11 @@ CLIPPED_CODE = r"""() => [...document.querySelectorAll("article pre > code")]
   })"""
 
 
-def test_every_figure_reads_and_every_table_fits_on_a_phone(chromium, server):
-    """At 390 px no text of a figure is below 9 CSS px (pagekit draws a narrow version where the page's would
-    shrink below it), and no table is cut: a wide one scrolls in its own box."""
-    visit = Visit(chromium, server, viewport=SCREENS["phone"], touch=True)
-    try:
-        problems = {}
-        for path in all_pages():
-            page = visit.open(path)
-            found = page.evaluate(PHONE_READING, SMALLEST_TEXT_PX)
-            if found:
-                problems[path or "home"] = found
-        assert not problems, "\n".join(f"{p}: {x}" for p, x in problems.items())
-    finally:
-        visit.close()
-
-
-def test_no_code_line_is_clipped_on_a_desktop(chromium, server):
+def test_no_code_line_is_clipped_on_a_desktop(audit):
     """At 1280 px every line of the stubs and of the pages' code fits its box: the stubs' docstrings and TODO
     lines are wrapped where they are generated, the pages' code (set-up commands, the reference's listing) is
     written to the column, and lesson 0's grader runs keep to the scorecard's 72 columns (the grader wraps a
     check's title and hint there)."""
-    visit = Visit(chromium, server, viewport=SCREENS["desktop"])
-    try:
-        clipped = {}
-        for path in all_pages():
-            found = visit.open(path).evaluate(CLIPPED_CODE)
-            if found:
-                clipped[path or "home"] = found
-        assert not clipped, "code lines cut at 1280 px:\n" + "\n".join(f"{p}: {x}" for p, x in clipped.items())
-    finally:
-        visit.close()
+    if audit.screen != "desktop":
+        pytest.skip("code scrolls sideways on a phone: its lines are checked at 1280 px")
+    assert "code" not in audit.found, audit.report("code")

@@ -35,6 +35,8 @@
   script and no font from elsewhere. A long inline formula is cut into pieces
   after its operators, so that it wraps on a phone.
 - Numbers the ids inside each figure's SVG, per page.
+- Gives the cells of a table inside `<div class="bp-cards" markdown>` their column's heading, for the card
+  layout a phone shows (course.css).
 """
 
 from __future__ import annotations
@@ -794,9 +796,45 @@ def _render_afresh(page, config, files) -> str:
     return page.content
 
 
+CARDS = re.compile(r'(?P<before><div class="bp-cards">(?:(?!<table>|</div>).)*)(?P<table><table>.*?</table>)', re.S)
+
+
+def _cards(content: str) -> str:
+    """A table inside `<div class="bp-cards" markdown>` becomes a card per row on a phone (course.css): each cell
+    gets its column's heading (`data-label`, shown before it) and its content in a span (the other column of
+    the card's line), and every part its table role, which a screen reader would lose when the cells are laid
+    out as blocks."""
+
+    def table(match: re.Match) -> str:
+        text = match["table"]
+        heads = [
+            html.unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in re.findall(r"<th\b[^>]*>(.*?)</th>", text, re.S)
+        ]
+
+        def row(tr: re.Match) -> str:
+            labels = iter(heads)
+            cells = re.sub(
+                r"<td\b([^>]*)>(.*?)</td>",
+                lambda td: (
+                    f'<td role="cell" data-label="{html.escape(next(labels, ""), quote=True)}"{td[1]}>'
+                    f"<span>{td[2]}</span></td>"
+                ),
+                tr[0],
+                flags=re.S,
+            )
+            return re.sub(r"<th\b", '<th role="columnheader"', cells.replace("<tr>", '<tr role="row">', 1))
+
+        text = re.sub(r"<tr>.*?</tr>", row, text, flags=re.S)
+        for part in ("thead", "tbody"):
+            text = text.replace(f"<{part}>", f'<{part} role="rowgroup">')
+        return match["before"] + text.replace("<table>", '<table role="table">', 1)
+
+    return CARDS.sub(table, content)
+
+
 def on_page_content(content: str, page, config, files):
     if _runner and _runner.diverged:
         content = _render_afresh(page, config, files)
-    content = _number_figures(MATH.sub(lambda m: _mathml(m, page.file.src_path), content))
+    content = _cards(_number_figures(MATH.sub(lambda m: _mathml(m, page.file.src_path), content)))
     _timings[page.file.src_path] = time.perf_counter() - _timings[page.file.src_path]
     return content

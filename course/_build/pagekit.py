@@ -35,6 +35,7 @@ import warnings
 
 import matplotlib
 import matplotlib.text
+import matplotlib.transforms
 
 matplotlib.use("svg")
 
@@ -160,19 +161,23 @@ def _finish_graph(svg: str) -> str:
 
 
 def _figure_svgs(fig) -> tuple[str, str | None]:
-    """The plot as drawn, and a narrow version when a phone would shrink its smallest text below SMALLEST_TEXT_PX."""
+    """The plot as drawn, and a narrow version when a phone would shrink its smallest text below SMALLEST_TEXT_PX.
+
+    The smallest text is read from the SVG: a superscript of mathtext (the exponent of 10⁻³ on a log axis, its
+    minus sign) is drawn at 0.7 of its text's size.
+    """
     wide = _plot_svg(fig)
-    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text()]
-    smallest = min((t.get_fontsize() for t in texts), default=GRAPH_FONT_PT)
     narrow = None
-    if _text_px(wide, smallest, PHONE_COLUMN_PX) < SMALLEST_TEXT_PX:
-        # every text at least as large as the default, on a figure made narrower until that reads 9 px on a phone
-        font = max(smallest, plt.rcParams["font.size"])
+    if _text_px(wide, _smallest_font(wide), PHONE_COLUMN_PX) < SMALLEST_TEXT_PX:
+        # every text at least as large as the default, on a figure made narrower until its smallest reads 9 px
+        texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text()]
+        font = max(min(t.get_fontsize() for t in texts), plt.rcParams["font.size"])
         for text in texts:
             text.set_fontsize(max(text.get_fontsize(), font))
-        narrow = wide
-        for _ in range(4):  # the width saved (bbox_inches="tight") is not quite the figure's: measure, shrink again
-            shrink = _text_px(narrow, font, PHONE_COLUMN_PX) / SMALLEST_TEXT_PX
+        _legends_below(fig)
+        narrow = _plot_svg(fig)
+        for _ in range(6):  # the width saved (bbox_inches="tight") is not quite the figure's: measure, shrink again
+            shrink = _text_px(narrow, _smallest_font(narrow), PHONE_COLUMN_PX) / SMALLEST_TEXT_PX
             if shrink >= 1:
                 break
             width, height = fig.get_size_inches()
@@ -183,6 +188,29 @@ def _figure_svgs(fig) -> tuple[str, str | None]:
             narrow = _plot_svg(fig)
     plt.close(fig)
     return _clean_svg(_recolour(wide)), narrow and _clean_svg(_recolour(narrow))
+
+
+def _legends_below(fig) -> None:
+    """Move a legend that stands beside its axes (`bbox_to_anchor=(1, ...)`) under them, in two columns: on a
+    phone's column the plot keeps the width."""
+    fig.draw_without_rendering()  # lays the figure out: where its axes and legends are
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or legend.get_bbox_to_anchor().x0 < ax.get_window_extent().x1:
+            continue
+        # under the x axis' ticks and label, whose height in points stays as the figure narrows
+        depth = (ax.get_window_extent().y0 - ax.xaxis.get_tightbbox().y0) * 72 / fig.dpi
+        under = matplotlib.transforms.offset_copy(ax.transAxes, fig=fig, y=-depth, units="points")
+        handles, labels = ax.get_legend_handles_labels()
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=under, ncol=2)
+
+
+FONT_SIZE = re.compile(r"font-size: ?([\d.]+)px")
+
+
+def _smallest_font(svg: str) -> float:
+    """The size of the smallest text of a matplotlib SVG, in its units (points), superscripts included."""
+    return min((float(size) for size in FONT_SIZE.findall(svg)), default=GRAPH_FONT_PT)
 
 
 def _plot_svg(fig) -> str:
@@ -213,7 +241,8 @@ def svg_of(thing) -> tuple[str, str | None, str]:
 
 NODE = re.compile(r'^\s*(?P<name>"[^"]*"|[^\s\[]+)\s*\[(?P<attrs>.*)\]\s*$')
 EDGE = re.compile(r'^\s*(?P<tail>"[^"]*"|\S+)\s*->\s*(?P<head>"[^"]*"|[^\s\[]+)')
-LABEL = re.compile(r'\blabel="((?:[^"\\]|\\.)*)"')
+# Graphviz quotes a label only when it must: `label="*"`, but `label=tanh` and `label=exp`
+LABEL = re.compile(r'\blabel=(?:"((?:[^"\\]|\\.)*)"|([^\s"\]]+))')
 
 
 def describe_graph(digraph) -> str:
@@ -227,7 +256,7 @@ def describe_graph(digraph) -> str:
         if edge := EDGE.match(line):
             edges.append((edge["tail"].strip('"'), edge["head"].strip('"')))
         elif (node := NODE.match(line)) and (label := LABEL.search(node["attrs"])):
-            labels[node["name"].strip('"')] = label[1].replace('\\"', '"')
+            labels[node["name"].strip('"')] = (label[1] if label[1] is not None else label[2]).replace('\\"', '"')
     values = {name: text for name, text in labels.items() if "|" in text}
     into = {}  # a node -> the nodes with an edge into it
     for tail, head in edges:
@@ -264,7 +293,12 @@ def describe_graph(digraph) -> str:
         if ops:
             op = labels.get(ops[0], "?")
             children = [called(child) for child in into.get(ops[0], []) if child in values]
-            made = f" = {f' {op} '.join(children)}" if len(children) > 1 else f" = {op}({', '.join(children)})"
+            if len(children) > 1:
+                made = f" = {f' {op} '.join(children)}"
+            elif op.startswith("**"):  # a power: its exponent is part of the op's label
+                made = f" = {''.join(children)}{op}"
+            else:
+                made = f" = {op}({', '.join(children)})"
         parts.append(f"{label or 'unlabelled'}{made}: {', '.join(x for x in (data, grad) if x)}")
     return f"Computation graph of {len(values)} values. " + "; ".join(parts) + "."
 

@@ -1,4 +1,5 @@
 // The course's own script: click or tap (or Enter) on a figure to see it at full size; again, or Escape, to close.
+// And code, a formula or a table that scrolls sideways can be scrolled from the keyboard.
 (function () {
   const touch = window.matchMedia("(hover: none) and (pointer: coarse)");
 
@@ -64,10 +65,30 @@
     });
   }
 
+  // Code, a formula or a table that scrolls sideways takes the keyboard's focus, so that the arrow keys scroll it
+  // (WCAG 2.1.1). The theme does the same for code only on a screen with hover, and for a table never; a phone or
+  // a tablet can have a keyboard too. This observer is made after the theme's, so it has the last word when a
+  // block's width changes.
+  const scrolls = window.ResizeObserver && new ResizeObserver((entries) => {
+    for (const { target } of entries) {
+      if (target.scrollWidth > target.clientWidth + 1) target.setAttribute("tabindex", "0");
+      else target.removeAttribute("tabindex");
+    }
+  });
+
+  function start() {
+    wire(document);
+    if (scrolls) {
+      document
+        .querySelectorAll(".md-typeset pre > code, .bp-math, .md-typeset__scrollwrap")
+        .forEach((box) => scrolls.observe(box));
+    }
+  }
+
   // Material's instant navigation swaps pages without a reload: document$ announces each page.
   if (window.document$ && typeof window.document$.subscribe === "function") {
-    window.document$.subscribe(() => wire(document));
+    window.document$.subscribe(start);
   } else {
-    document.addEventListener("DOMContentLoaded", () => wire(document));
+    document.addEventListener("DOMContentLoaded", start);
   }
 })();

@@ -82,29 +82,32 @@
 
   // ---- the picture: fixed positions, left to right as draw_dot lays it out, or top to bottom on a phone ----
   const SVG = "http://www.w3.org/2000/svg";
-  const RH = 60, R = 13, GAP = 12; // record height, op circle radius, circle-to-record gap
+  const R = 13, GAP = 12; // op circle radius (an op of several letters gets an ellipse), op-to-record gap
   const OPS = { "x1*w1": "*", "x2*w2": "*", "x1*w1 + x2*w2": "+", n: "+", o: "tanh" };
   const EDGES = [ // child -> parent (into the parent's op node)
     ["x1", "x1*w1"], ["w1", "x1*w1"], ["x2", "x2*w2"], ["w2", "x2*w2"],
     ["x1*w1", "x1*w1 + x2*w2"], ["x2*w2", "x1*w1 + x2*w2"], ["x1*w1 + x2*w2", "n"], ["b", "n"], ["n", "o"],
   ];
-  // the top-left corner of each node's record
+  // each record's width and height, the top-left corner of each node's record (and its own width, if it has
+  // one); `stacked`: a record's values under their keys (data, grad), which makes it narrow
   const LAYOUTS = {
-    wide: { across: true, rw: 112, at: {
+    wide: { across: true, rw: 112, rh: 60, at: {
       x1: [0, 0], w1: [0, 70], x2: [0, 160], w2: [0, 230], "x1*w1": [184, 35], "x2*w2": [184, 195],
       "x1*w1 + x2*w2": [368, 115], b: [368, 250], n: [552, 183], o: [736, 183],
     } },
-    // 850 px of the wide picture would shrink to unreadable text in a phone's 360 px column
-    tall: { across: false, rw: 104, at: {
-      x1: [0, 0], w1: [112, 0], x2: [224, 0], w2: [336, 0], "x1*w1": [56, 120], "x2*w2": [280, 120],
-      "x1*w1 + x2*w2": [168, 240], b: [336, 240], n: [252, 360], o: [252, 480],
+    // 850 px of the wide picture would shrink its text below 9 px in a phone's column: four records across,
+    // each narrow, keep it at 0.85 of its size or more
+    tall: { across: false, stacked: true, rw: 88, rh: 86, at: {
+      x1: [0, 0], w1: [96, 0], x2: [192, 0], w2: [288, 0], "x1*w1": [48, 140], "x2*w2": [240, 140],
+      "x1*w1 + x2*w2": [132, 280, 112], b: [288, 280], n: [216, 420], o: [216, 560],
     } },
   };
   const NARROW = 600; // below this column width (px) the tall picture is the more legible one
 
   function size(layout) {
     const corners = Object.values(layout.at);
-    return [Math.max(...corners.map(([x]) => x)) + layout.rw + 2, Math.max(...corners.map(([, y]) => y)) + RH + 2];
+    const right = Math.max(...corners.map(([x, , w]) => x + (w || layout.rw)));
+    return [right + 2, Math.max(...corners.map(([, y]) => y)) + layout.rh + 2];
   }
 
   function el(name, attrs = {}, text = null) {
@@ -123,16 +126,17 @@
     return Math.abs(x) < 5e-5 ? "zero" : x > 0 ? "pos" : "neg";
   }
 
-  // Where a node's record and op circle sit, and where arrows leave and enter it.
+  // Where a node's record and op sit, and where arrows leave and enter it.
   function place(layout, name) {
-    const [x, y] = layout.at[name];
-    const op = OPS[name] || "", RW = layout.rw;
+    const [x, y, own] = layout.at[name];
+    const op = OPS[name] || "", RW = own || layout.rw, RH = layout.rh;
+    const rx = op.length > 1 ? 21 : R; // "tanh" in an ellipse
     if (layout.across) {
-      const cy = y + RH / 2, cx = x - GAP - R;
-      return { x, y, op, cx, cy, rw: RW, out: [x + RW, cy], into: [cx - R, cy], opOut: [cx + R, cy], recordIn: [x, cy] };
+      const cy = y + RH / 2, cx = x - GAP - rx;
+      return { x, y, op, cx, cy, rx, rw: RW, out: [x + RW, cy], into: [cx - rx, cy], opOut: [cx + rx, cy], recordIn: [x, cy] };
     }
     const cx = x + RW / 2, cy = y - GAP - R;
-    return { x, y, op, cx, cy, rw: RW, out: [cx, y + RH], into: [cx, cy - R], opOut: [cx, cy + R], recordIn: [cx, y] };
+    return { x, y, op, cx, cy, rx, rw: RW, out: [cx, y + RH], into: [cx, cy - R], opOut: [cx, cy + R], recordIn: [cx, y] };
   }
 
   function curve([x0, y0], [x1, y1], across) {
@@ -171,25 +175,31 @@
       const g = el("g", { class: "bp-neuron-node", "data-node": name });
       if (w.op) {
         edges.appendChild(el("path", { d: `M ${w.opOut.join(" ")} L ${w.recordIn.join(" ")}`, ...arrow }));
-        g.appendChild(el("circle", { cx: w.cx, cy: w.cy, r: R, class: "bp-neuron-op" }));
-        const long = w.op.length > 1 ? " bp-neuron-long" : "";
-        g.appendChild(el("text", { x: w.cx, y: w.cy, class: `bp-neuron-optext${long}` }, w.op));
+        g.appendChild(el("ellipse", { cx: w.cx, cy: w.cy, rx: w.rx, ry: R, class: "bp-neuron-op" }));
+        g.appendChild(el("text", { x: w.cx, y: w.cy, class: "bp-neuron-optext" }, w.op));
       }
-      g.appendChild(el("rect", { x: w.x, y: w.y, width: w.rw, height: RH, rx: 4, class: "bp-neuron-record" }));
-      g.appendChild(el("line", { x1: w.x, y1: w.y + 20, x2: w.x + w.rw, y2: w.y + 20, class: "bp-neuron-rule" }));
-      g.appendChild(el("text", { x: w.x + w.rw / 2, y: w.y + 10, class: "bp-neuron-label" }, name));
-      const data = el("text", { x: w.x + 6, y: w.y + 32, class: "bp-neuron-field" });
-      data.appendChild(el("tspan", { class: "bp-neuron-key" }, "data "));
-      const dataValue = el("tspan", { class: "bp-np-data" });
-      data.appendChild(dataValue);
-      const grad = el("text", { x: w.x + 6, y: w.y + 50, class: "bp-neuron-field" });
-      grad.appendChild(el("tspan", { class: "bp-neuron-key" }, "grad "));
-      const gradValue = el("tspan", { class: "bp-np-grad" });
-      grad.appendChild(gradValue);
-      g.appendChild(data);
-      g.appendChild(grad);
+      const RW = w.rw;
+      g.appendChild(el("rect", { x: w.x, y: w.y, width: RW, height: layout.rh, rx: 4, class: "bp-neuron-record" }));
+      g.appendChild(el("line", { x1: w.x, y1: w.y + 20, x2: w.x + RW, y2: w.y + 20, class: "bp-neuron-rule" }));
+      g.appendChild(el("text", { x: w.x + RW / 2, y: w.y + 10, class: "bp-neuron-label" }, name));
+      // a field: its key, then its value on the same line, or stacked (the value under it, to the right)
+      const field = (key, top, className) => {
+        const value = el("tspan", { class: className });
+        if (layout.stacked) {
+          g.appendChild(el("text", { x: w.x + 6, y: w.y + top, class: "bp-neuron-field bp-neuron-key" }, key));
+          const text = el("text", { x: w.x + RW - 6, y: w.y + top + 15, class: "bp-neuron-field bp-neuron-right" });
+          text.appendChild(value);
+          g.appendChild(text);
+        } else {
+          const text = el("text", { x: w.x + 6, y: w.y + top, class: "bp-neuron-field" });
+          text.append(el("tspan", { class: "bp-neuron-key" }, `${key} `), value);
+          g.appendChild(text);
+        }
+        return value;
+      };
+      const [dataAt, gradAt] = layout.stacked ? [30, 61] : [32, 50];
+      refs[name] = { data: field("data", dataAt, "bp-np-data"), grad: field("grad", gradAt, "bp-np-grad") };
       svg.appendChild(g);
-      refs[name] = { data: dataValue, grad: gradValue };
     }
     return { svg, refs };
   }
@@ -197,6 +207,9 @@
   const INPUTS = [ // name, slider range
     ["x1", -4, 4], ["w1", -4, 4], ["x2", -4, 4], ["w2", -4, 4], ["b", -8, 8],
   ];
+  // the nodes whose grads a screen reader names, in this order: the leaves, then from the products to n
+  const SPOKEN = ["x1", "w1", "x2", "w2", "b", "x1*w1", "x2*w2", "x1*w1 + x2*w2", "n"];
+  const SPEAK_AFTER = 600; // ms of rest before the live region speaks
   let count = 0;
 
   function build(root) {
@@ -227,7 +240,7 @@
       controls.appendChild(label);
       input.addEventListener("input", () => {
         state[name] = Number(input.value);
-        update();
+        update(true);
       });
       sliders[name] = input;
       shown[name] = value;
@@ -239,7 +252,7 @@
     reset.addEventListener("click", () => {
       Object.assign(state, start);
       for (const [name] of INPUTS) sliders[name].value = String(start[name]);
-      update();
+      update(true);
     });
     controls.appendChild(reset);
 
@@ -259,10 +272,16 @@
     }
     const summary = document.createElement("p");
     summary.className = "bp-neuron-summary";
-    summary.setAttribute("aria-live", "polite");
-    root.append(controls, figure, summary);
+    // What a screen reader says once the sliders rest: o, its slope and every node's grad, each thing to try's
+    // answer (the graph itself is a picture). Said after a pause, not on every step of a slider.
+    const spoken = document.createElement("p");
+    spoken.className = "bp-neuron-spoken";
+    spoken.setAttribute("aria-live", "polite");
+    spoken.setAttribute("aria-atomic", "true");
+    let speaking = 0;
+    root.append(controls, figure, summary, spoken);
 
-    function update() {
+    function update(moved = false) {
       const nodes = neuron(state);
       for (const [name, ref] of Object.entries(refs)) {
         ref.data.textContent = fmt(nodes[name].data);
@@ -272,6 +291,12 @@
       for (const [name] of INPUTS) shown[name].textContent = fmt(state[name]);
       const o = nodes.o.data;
       summary.textContent = `n = ${fmt(nodes.n.data)}, o = tanh(n) = ${fmt(o)}, do/dn = 1 − o² = ${fmt(1 - o * o)}`;
+      if (!moved) return; // a new layout, or the page's first drawing: nothing to announce
+      clearTimeout(speaking);
+      speaking = setTimeout(() => {
+        spoken.textContent = `o = ${fmt(o)}, do/dn = ${fmt(1 - o * o)}; grads: `
+          + SPOKEN.map((name) => `${name} ${fmt(nodes[name].grad)}`).join(", ");
+      }, SPEAK_AFTER);
     }
     draw();
     update();
