@@ -25,8 +25,10 @@ LAYERS: dict[str, str] = {
     "a grading run once (`GradeOptions`: pytest's options, the subcommands', the notebooks'), and writes the "
     "one command line a child grader gets",
     "jupyter": "the learner's side of Jupyter: inline graphs, lesson explorer, nbgrader check cells",
-    "export": "what is generated from the single source: stubs, notebooks, nbgrader course, Classroom template, "
-    "Gradescope bundle and its results.json, PrairieLearn's, student edition, the class report "
+    "export": "what is generated from the single source: stubs, learner notebooks (notebooks.py), the nbgrader "
+    "course (nbgrader_course.py; the lesson's code each notebook holds, lesson_code.py), Classroom template, "
+    "Gradescope bundle and its results.json, PrairieLearn's, student edition (its recorded examples in "
+    "recorded_examples.py), the class report "
     "(class_report.py), and `dev build`, which regenerates them all",
     "commands": "the command line's commands, one module per reader (learners.py, instructors.py, "
     "maintainers.py): each command's handler and its arguments, which `__main__.py` lists in `READERS` and is "

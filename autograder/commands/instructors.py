@@ -37,11 +37,11 @@ def _prairielearn(args: argparse.Namespace) -> int:
 
 
 def _nbgrader(args: argparse.Namespace) -> int:
-    from autograder.export import notebooks
+    from autograder.export import nbgrader_course
 
     if missing_instructor_packages("export nbgrader", "nbgrader"):
         return 1
-    written, kept = notebooks.write_nbgrader_course(args.out, args.lesson or None, force=args.force)
+    written, kept = nbgrader_course.write_nbgrader_course(args.out, args.lesson or None, force=args.force)
     for path in written:
         print(f"wrote {path}")
     for path in kept:
