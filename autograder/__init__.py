@@ -31,6 +31,6 @@ LAYERS: dict[str, str] = {
     "recorded_examples.py), the class report "
     "(class_report.py), and `dev build`, which regenerates them all",
     "commands": "the command line's commands, one module per reader (learners.py, instructors.py, "
-    "maintainers.py): each command's handler and its arguments, which `__main__.py` lists in `READERS` and is "
-    "the only module to import",
+    "maintainers.py): each command's handler and its arguments, which `__main__.py`, the only module that "
+    "imports this folder, lists in `READERS`",
 }
