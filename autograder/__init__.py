@@ -1,10 +1,11 @@
 """The course's grader: `pytest autograder` grades; `python -m autograder` is the rest of its command line.
 
 Its folders are layers, and `LAYERS` lists them in order: a module imports only from its own folder and the
-folders listed before it (`course` imports no other folder; `export` may import them all). Two exceptions:
+folders listed before it (`course` imports no other folder; `commands` may import them all). Two exceptions:
 `worker/wire.py`, the protocol both sides of the trust boundary speak, may be imported from anywhere, and the
-package's top-level modules (`__main__.py`, the command line; `conftest.py`, which loads the pytest plugin) stand
-above every folder. `tests/test_layers.py` reads every import of every module and holds them to this order.
+package's top-level modules (`__main__.py`, the command line, whose commands are in `commands`; `conftest.py`,
+which loads the pytest plugin) stand above every folder. `tests/test_layers.py` reads every import of every module
+and holds them to this order.
 """
 
 LAYERS: dict[str, str] = {
@@ -24,7 +25,12 @@ LAYERS: dict[str, str] = {
     "a grading run once (`GradeOptions`: pytest's options, the subcommands', the notebooks'), and writes the "
     "one command line a child grader gets",
     "jupyter": "the learner's side of Jupyter: inline graphs, lesson explorer, nbgrader check cells",
-    "export": "what is generated from the single source: stubs, notebooks, nbgrader course, Classroom template, "
-    "Gradescope bundle and its results.json, PrairieLearn's, student edition, the class report "
+    "export": "what is generated from the single source: stubs, learner notebooks (notebooks.py), the nbgrader "
+    "course (nbgrader_course.py; the lesson's code each notebook holds, lesson_code.py), Classroom template, "
+    "Gradescope bundle and its results.json, PrairieLearn's, student edition (its recorded examples in "
+    "recorded_examples.py), the class report "
     "(class_report.py), and `dev build`, which regenerates them all",
+    "commands": "the command line's commands, one module per reader (learners.py, instructors.py, "
+    "maintainers.py): each command's handler and its arguments, which `__main__.py`, the only module that "
+    "imports this folder, lists in `READERS`",
 }

@@ -26,7 +26,7 @@ import pytest
 
 from autograder.course import registry
 from autograder.course.regions import parse
-from autograder.export import notebooks
+from autograder.export import lesson_code, nbgrader_course, notebooks
 from autograder.jupyter import TIMEOUT_VARIABLE, Lesson, difference, dot_to_svg, execute, lesson_budget, run_grader
 
 from .conftest import REPO
@@ -226,7 +226,7 @@ def test_nbgrader_cells_are_the_grading_tests_with_their_points():
     assert collected, done.stdout[-2000:] + done.stderr[-2000:]
     cells = {}
     for lesson in notebooks.graded_lessons():
-        nb = notebooks.nbgrader_notebook(lesson.number)
+        nb = nbgrader_course.nbgrader_notebook(lesson.number)
         nbformat.validate(nb)
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
@@ -234,9 +234,9 @@ def test_nbgrader_cells_are_the_grading_tests_with_their_points():
                 cells[meta["grade_id"]] = (lesson.number, meta["points"], cell.source)
             elif cell.cell_type == "markdown" or meta.get("locked"):
                 assert not re.search(r"(BEGIN|END) (SOLUTION|HIDDEN TESTS)", cell.source), cell.source
-    capstone = {t.name for t in notebooks.grading_tests() if registry.task(t.task).runs_whole}
+    capstone = {t.name for t in nbgrader_course.grading_tests() if registry.task(t.task).runs_whole}
     assert set(cells) == collected - capstone  # a capstone runs the whole course, not one notebook's code
-    for test in notebooks.grading_tests():
+    for test in nbgrader_course.grading_tests():
         if test.name in capstone:
             continue
         lesson, points, source = cells[test.name]
@@ -248,7 +248,7 @@ def test_nbgrader_cells_are_the_grading_tests_with_their_points():
 
 def test_nbgrader_answer_cell_holds_every_region_of_the_lesson():
     for lesson in notebooks.graded_lessons():
-        answer = solution_cell(notebooks.nbgrader_notebook(lesson.number)).source
+        answer = solution_cell(nbgrader_course.nbgrader_notebook(lesson.number)).source
         magic, _, code = answer.partition("\n")
         assert re.fullmatch(r"%%answer lesson\d\d_code/\w+\.py", magic)
         compile(code, magic, "exec")
@@ -263,9 +263,9 @@ def test_nbgrader_config_gives_a_cell_the_time_to_grade_the_largest_lesson(tmp_p
     from traitlets.config.loader import PyFileConfigLoader
 
     monkeypatch.delenv(TIMEOUT_VARIABLE, raising=False)
-    (tmp_path / "nbgrader_config.py").write_text(notebooks.nbgrader_config())
+    (tmp_path / "nbgrader_config.py").write_text(nbgrader_course.nbgrader_config())
     config = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
-    most = max(len(notebooks.lesson_tests(lesson.number)) for lesson in notebooks.graded_lessons())
+    most = max(len(nbgrader_course.lesson_tests(lesson.number)) for lesson in notebooks.graded_lessons())
     assert Execute(config=config).timeout >= lesson_budget(most) > most * 10
     assert config.CourseDirectory.root == str(tmp_path)
 
@@ -312,7 +312,7 @@ def batches(lessons: list[int]) -> list[list[int]]:
     """Lessons grouped so that no two in a group hold code in the same file (engine.py holds five lessons)."""
     groups: list[tuple[set[str], list[int]]] = []
     for lesson in lessons:
-        files = set(notebooks.lesson_modules(lesson))
+        files = set(lesson_code.lesson_modules(lesson))
         group = next((g for g in groups if not g[0] & files), None)
         if group is None:
             groups.append((set(), []))
@@ -330,7 +330,7 @@ def pytest_results(course: Path, student: str, tmp_path: Path) -> dict[str, dict
         folder.mkdir()
         for lesson in lessons:
             name = notebooks.notebook_name(lesson)
-            saved = course / "autograded" / student / name / notebooks.code_folder(lesson)
+            saved = course / "autograded" / student / name / nbgrader_course.code_folder(lesson)
             assert saved.is_dir(), f"the autograded notebook saved no code in {saved}"
             for path in saved.glob("*.py"):
                 shutil.copy(path, folder / path.name)
@@ -415,7 +415,7 @@ def gradebook_scores(course: Path, lesson: int, student: str) -> dict[str, float
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_nbgrader_scores_match_pytest_autograder(graded_course, lesson):
     course = graded_course["course"]
-    tests = notebooks.lesson_tests(lesson)
+    tests = nbgrader_course.lesson_tests(lesson)
     full = sum(t.points for t in tests)
     exported = {}
     with open(course / "grades.csv", newline="") as f:
@@ -447,7 +447,7 @@ def test_released_notebook_has_no_solutions_and_no_hidden_tests(graded_course, l
     released = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
     text = "\n".join(cell.source for cell in released.cells)
     assert not re.search(r"(BEGIN|END) (SOLUTION|HIDDEN TESTS)", text)
-    for test in notebooks.lesson_tests(lesson):
+    for test in nbgrader_course.lesson_tests(lesson):
         assert (test.name in text) != test.hidden, test.name
     master = solution_cell(nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)).source
     code = master.partition("\n")[2]

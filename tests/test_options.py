@@ -89,7 +89,7 @@ from autograder.export import submissions
 seen["gradescope"] = submissions.platform_options(Path("/autograder"), "gradescope").check_timeout
 
 from autograder import jupyter
-from autograder.export import notebooks
+from autograder.export import nbgrader_course, notebooks
 asked = []
 run = subprocess.run
 subprocess.run = lambda command, **kwargs: asked.append(command) or subprocess.CompletedProcess(command, 1, "", "")
@@ -103,9 +103,9 @@ seen["notebook check cells"] = graded(asked[0])
 config = types.SimpleNamespace(
     CourseDirectory=types.SimpleNamespace(), ExecutePreprocessor=types.SimpleNamespace(),
     ClearSolutions=types.SimpleNamespace())
-text = notebooks.nbgrader_config()
+text = nbgrader_course.nbgrader_config()
 exec(compile(text, "nbgrader_config.py", "exec"), {"get_config": lambda: config, "__file__": "nbgrader_config.py"})
-most = max(len(notebooks.lesson_tests(lesson.number)) for lesson in notebooks.graded_lessons())
+most = max(len(nbgrader_course.lesson_tests(lesson.number)) for lesson in notebooks.graded_lessons())
 seen["nbgrader's cell limit"] = config.ExecutePreprocessor.timeout == lesson_budget(most, 7.5)
 print(json.dumps(seen))
 """

@@ -41,7 +41,8 @@ from autograder.course import registry
 from autograder.course.regions import REPO, SOLUTIONS, manifest_entries, solution_files
 from autograder.export import classroom, runs_through
 from autograder.export import stubs as sync
-from autograder.export.notebooks import HOW_EXAMPLES_RUN, HOW_EXAMPLES_RUN_IN_EDITION, record_examples
+from autograder.export.notebooks import HOW_EXAMPLES_RUN
+from autograder.export.recorded_examples import HOW_EXAMPLES_RUN_IN_EDITION, record_examples
 from autograder.grading import caches
 from autograder.grading.blame import RUNS_THROUGH, check_key_of
 from autograder.grading.tasks import LESSONS

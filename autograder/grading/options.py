@@ -2,7 +2,7 @@
 
 Each field of `GradeOptions` is an option: its name, type and default are the field's, its flag, metavar and
 help are the field's metadata (`_option`). From these declarations come pytest's options (`plugin.py`), the
-subcommands' arguments (`__main__.py`: grade, batch, watch: `add`) and the notebooks' settings
+subcommands' arguments (`commands/`: grade, batch, watch: `add`) and the notebooks' settings
 (`for_notebooks`). A run builds the object once and hands it down (pytest's `config.stash`, `plugin.OPTIONS`);
 `command_line` is the one way to turn it into the arguments of a child grader (`python -m autograder grade`),
 which parses them back into an equal object (`tests/test_options.py`).

@@ -13,7 +13,7 @@
 code for lesson n over the reference for everything else, as the grader runs it,
 next to the reference itself. A student edition has no reference: there your code
 runs whole, and each example is compared with the reference's answer recorded when
-the edition was made (`export.notebooks.record_examples`, `EXAMPLES_FILE`). `Checks` is what the check
+the edition was made (`export.recorded_examples.record_examples`, `EXAMPLES_FILE`). `Checks` is what the check
 cells of the nbgrader
 notebooks call: one run of `pytest autograder` per version of the code, then one
 test's result per cell.

@@ -118,7 +118,7 @@ def _grader_run_inputs() -> str:
 PYTEST_DURATION = re.compile(r" in [\d.]+s(?: \([\d:]+\))?$")
 
 
-NOT_GRADING = ("export", "jupyter", "__main__.py")  # parts of autograder/ that neither a grader run nor a page uses
+NOT_GRADING = ("export", "jupyter", "commands", "__main__.py")  # parts of autograder/ that neither a grader run nor a page uses
 
 
 def _grader_digest() -> str:
