@@ -15,7 +15,9 @@ LAYERS: dict[str, str] = {
     "the sandbox, the scenario helpers; wire.py is the one module both sides import",
     "kit": "what grading tests use on the trusted side: judgement helpers (checks.py), PyTorch's values",
     "lessons": "the grading tests, one file per lesson: scenarios and judgements side by side",
-    "grading": "the trusted side: a run's state (grader.py: `Grader`, each task resolved once in tasks.py) and "
+    "grading": "the trusted side: a run's state (grader.py: `Grader`; the `learner` fixture's objects in "
+    "fixtures.py; the reference's answers, computed, shipped and recorded, in reference.py; the learner's files, "
+    "read once, and what workers must not see in learner_files.py; each task resolved once in tasks.py) and "
     "the pytest hooks that drive it (plugin.py), which task a failure is charged to (blame.py, from what each "
     "check runs through; settle.py, as each check runs), each judgement's CPU limit (judging.py), the one "
     "runner, results (one `Status` model) and the one "

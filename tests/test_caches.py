@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from autograder.grading import caches, grader, isolation
-from autograder.grading.grader import answers_digest, shipped_answers
+from autograder.grading import caches, grader, isolation, reference
+from autograder.grading.reference import answers_digest, shipped_answers
 from autograder.worker.wire import PROCESSES
 
 from .conftest import REPO, copy_of, grade, level_here
@@ -126,7 +126,7 @@ def shipped(tmp_path, monkeypatch, sources: str, answers: dict) -> None:
     """`answers` as the course's shipped answers, said to come from `sources`."""
     path = tmp_path / "shipped_answers.json"
     path.write_text(json.dumps({"sources": sources, "answers": answers}))
-    monkeypatch.setattr(grader, "SHIPPED", path)
+    monkeypatch.setattr(reference, "SHIPPED", path)
     shipped_answers.cache_clear()
 
 
@@ -166,7 +166,7 @@ def test_the_shipped_answers_are_used_as_they_are_and_only_when_they_are_these_s
 def test_the_shipped_answers_are_this_courses_and_spare_a_cold_run_pytorch(tmp_path):
     """The committed file is up to date (`python -m autograder dev build` writes it), and with it a run that grades
     lesson 9 from nothing cached never imports PyTorch in the pytest process (its workers do)."""
-    assert not grader.shipped_answers_stale(), "run python -m autograder dev build"
+    assert not reference.shipped_answers_stale(), "run python -m autograder dev build"
     script = (
         "import sys; from autograder.grading import caches, runner;"  # a cache folder of its own: nothing in it
         "caches.GradingCache.__init__.__defaults__ = (False, caches.Path(sys.argv[1]));"

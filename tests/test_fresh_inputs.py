@@ -130,10 +130,10 @@ RECORDER = """
 import json
 import os
 
-from autograder.grading import grader
+from autograder.grading import fixtures
 
 TABLE = {}
-_run = grader.Learner.run
+_run = fixtures.Learner.run
 
 
 def run(self, fn, *args, **kwargs):
@@ -142,7 +142,7 @@ def run(self, fn, *args, **kwargs):
     return answer
 
 
-grader.Learner.run = run
+fixtures.Learner.run = run
 
 
 def pytest_sessionfinish(session):
@@ -282,8 +282,9 @@ def test_only_an_answer_is_taken_from_the_reference_worker_anything_else_is_comp
     """It shares the learner's zygote: whatever stops it from answering (it raised, it was lost, it timed out)
     leaves the answer to the grader's own computation, so a learner's worker that disturbs it changes no verdict."""
     from autograder.grading import pool
-    from autograder.grading.grader import Grader, ReferenceCode
+    from autograder.grading.grader import Grader
     from autograder.grading.options import GradeOptions
+    from autograder.grading.reference import ReferenceCode
     from autograder.grading.tasks import graded
     from autograder.lessons.test_09_pytorch import LESSON_NEURON, neuron
     from autograder.worker.wire import to_plain

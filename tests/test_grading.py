@@ -313,13 +313,13 @@ def test_a_change_to_the_kit_recomputes_the_reference_answers(tmp_path, referenc
     cache's and of the answers the course ships."""
     import json
 
-    from autograder.grading import caches, grader
+    from autograder.grading import caches, reference
 
     cache = caches.GradingCache(isolation.best_level())
     answers = cache.folder / "answers.json"
     known = json.loads(answers.read_text()) if answers.exists() else {}  # a run computes only what is not shipped
     cache.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cache.store("answers", {key: "stale" for key in {**grader.shipped_answers(), **known}})
+    cache.store("answers", {key: "stale" for key in {**reference.shipped_answers(), **known}})
     kit = REPO / "autograder" / "kit" / "checks.py"
     original = kit.read_text()
     try:
@@ -338,13 +338,13 @@ def test_cache_files_that_others_could_write_are_not_read(tmp_path, reference_ru
     """A worker of another user could have written such a file: its answers are never used."""
     import json
 
-    from autograder.grading import caches, grader
+    from autograder.grading import caches, reference
 
     cache = caches.GradingCache(isolation.best_level())
     answers = cache.folder / "answers.json"
     known = json.loads(answers.read_text()) if answers.exists() else {}  # a run computes only what is not shipped
     cache.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cache.store("answers", {key: "stale" for key in {**grader.shipped_answers(), **known}})  # the cache's come first
+    cache.store("answers", {key: "stale" for key in {**reference.shipped_answers(), **known}})  # the cache's come first
     try:
         answers.chmod(0o644)
         cache.seal("answers")
@@ -400,7 +400,7 @@ def test_a_learner_file_is_read_only_as_a_regular_file_of_bounded_size(tmp_path)
     """A link, a pipe (reading it would block) or a huge file is refused with the reason; a missing one is None."""
     import os
 
-    from autograder.grading.grader import LearnerFileError, read_learner_file
+    from autograder.grading.learner_files import LearnerFileError, read_learner_file
     from autograder.grading.limits import MAX_SOURCE
 
     (tmp_path / "engine.py").write_text("x = 1\n")

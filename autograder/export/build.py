@@ -119,7 +119,7 @@ def build(check: bool) -> tuple[list[str], list[str]]:
     """Regenerate (or with `check`, compare) every generated file; return (done or stale, refused)."""
     from autograder.export import classroom, notebooks, runs_through
     from autograder.export import stubs as sync
-    from autograder.grading import blame, grader
+    from autograder.grading import blame, reference
 
     changed, refused = [], []
     parsed = registry.DATA / registry.PARSED
@@ -143,8 +143,8 @@ def build(check: bool) -> tuple[list[str], list[str]]:
         written, refused = sync.sync()
         changed += [f"exercises/{name}" for name in written]
         changed += [f"exercises/notebooks/{name}" for name in notebooks.write_learner_notebooks()]
-    if has_sources() and grader.shipped_answers_stale():  # after the task lists: the answers' key covers them
-        changed.append(str(grader.SHIPPED.relative_to(SOLUTIONS.parent)))
+    if has_sources() and reference.shipped_answers_stale():  # after the task lists: the answers' key covers them
+        changed.append(str(reference.SHIPPED.relative_to(SOLUTIONS.parent)))
         if not check:
             ship_answers()
     if has_sources() and runs_through.stale():  # keyed like the shipped answers
@@ -169,9 +169,9 @@ def ship_answers(path: Path | None = None) -> bool:
     """Compute every answer of the reference that a graded run of it asks for (its checks' own inputs: the drawn
     ones are the run's alone) and write them to `path` with the digest of the sources they come from. Returns
     whether the file changed."""
-    from autograder.grading import grader, runner
+    from autograder.grading import reference, runner
 
-    path = path or grader.SHIPPED
+    path = path or reference.SHIPPED
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "answers.json"
         runner.grade("solutions", fresh_inputs=1, extra=["--ship-answers", str(out)])  # at the best level here
@@ -179,9 +179,9 @@ def ship_answers(path: Path | None = None) -> bool:
     # one answer a line, in order: a change of one check's answers is a change of its lines
     lines = [json.dumps(k) + ":" + json.dumps(v, separators=(",", ":")) for k, v in sorted(answers.items())]
     lines = [line for line in lines if len(line) <= MAX_SHIPPED]
-    text = f'{{"sources":"{grader.answers_digest()}","answers":{{\n' + ",\n".join(lines) + "\n}}\n"
+    text = f'{{"sources":"{reference.answers_digest()}","answers":{{\n' + ",\n".join(lines) + "\n}}\n"
     if path.is_file() and path.read_text() == text:
         return False
     path.write_text(text)
-    grader.shipped_answers.cache_clear()
+    reference.shipped_answers.cache_clear()
     return True

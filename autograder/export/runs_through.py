@@ -24,7 +24,7 @@ from pathlib import Path
 
 from autograder.course.regions import SOLUTIONS, Region, all_regions
 from autograder.grading import blame
-from autograder.grading.grader import Reference, ReferenceCode, answers_digest
+from autograder.grading.reference import Reference, ReferenceCode, answers_digest
 from autograder.grading.tasks import LESSONS, LESSONS_PACKAGE
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import to_plain
@@ -44,7 +44,7 @@ class _Tracing:
     """A check's `learner` fixture that runs each scenario here, over the whole reference, and notes every code
     object of `solutions/` that runs (called from any thread: PyTorch may call a Function's backward elsewhere)."""
 
-    afresh = False  # as `grader.Learner`'s: the check on its own inputs, never a graded run's second look
+    afresh = False  # as `fixtures.Learner`'s: the check on its own inputs, never a graded run's second look
 
     def __init__(self, task_id: str):
         self.task, self.grader, self.ran = task_id, _Answers(), set()  # a grader of its own: no check shares a run

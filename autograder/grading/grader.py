@@ -1,58 +1,46 @@
-"""The state of one grading run, on the trusted side of the boundary: `Grader`, and the fixtures' objects over it.
+"""The state of one grading run, on the trusted side of the boundary: `Grader`, and the check of a run's options.
 
 A `Grader` is made once per run from its `GradeOptions` (the pytest hooks in
 `plugin.py` make it and call it; nothing here knows pytest). It owns the
 run's workers (`pool.py`), which start before the tests are collected and are
 sent ahead the calls each task's checks made in the last run (its *call
-plan*); the learner's files, read once as text and handed to them; the
-reference's answers and the call plans kept between runs (`caches.py`); and
-the `Results` the hooks fill in.
-
-- `Learner` (the `learner` fixture) runs a scenario in the task's worker, over
-  the learner's code, and returns its plain-data answer (or raises
-  `LearnerError` with what went wrong there);
-- `Reference` (the `reference` fixture) runs the same scenario here, over the
-  reference, to compute what the answer should be, and computes any other
-  expected value here (PyTorch's), kept alike.
+plan*); the learner's files, read once as text and handed to them
+(`learner_files.py`); the reference's answers (`reference.py`) and the call
+plans kept between runs (`caches.py`); and the `Results` the hooks fill in.
+The fixtures' objects over it are `Learner` (`fixtures.py`), which runs a
+scenario in the task's worker, and `Reference` (`reference.py`), which
+computes here what the answer should be.
 
 A check that fails is asked again of the reference (`Grader.machine_fault`), through the same kind of worker,
 with the same options and inputs: when the reference cannot pass it either, the machine is at fault (a broken
 torch, a fork that breaks autograd, a machine too busy to answer), and the check *could not be graded here*.
+
+Longer than the other files of `grading/`: `Grader` is one object, a run's state, whose methods the hooks, the
+settler and the self-check all call; split, it would be one idea across several files.
 
 This process never runs learner code.
 """
 
 from __future__ import annotations
 
-import glob
-import hashlib
-import importlib
-import importlib.util
-import inspect
-import json
 import os
-import random
 import sys
 from collections.abc import Callable
-from functools import cache, cached_property
 from pathlib import Path
 
 from autograder.course import registry
 from autograder.course.regions import REPO, SOLUTIONS, has_sources
 from autograder.grading import blame, caches, fresh_inputs, isolation, judging, lastrun, pool, verdicts
-from autograder.grading.limits import KILL_GRACE, MAX_SOURCE
+from autograder.grading.fixtures import Learner
+from autograder.grading.learner_files import LearnerFileError, display, installed_packages, read_learner_file
+from autograder.grading.limits import KILL_GRACE
 from autograder.grading.options import GradeOptions
+from autograder.grading.reference import lessons_digest, shipped_answers
 from autograder.grading.results import Results, Status, TestResult
-from autograder.grading.tasks import LESSONS, GradedTask, graded, reference_for, scenario_source
+from autograder.grading.tasks import GradedTask, graded, reference_for, scenario_source
 from autograder.grading.verdicts import LOST, Fault, LearnerError, shown
-from autograder.kit import checks
 from autograder.worker import wire
-from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import ErrorKind, to_plain
-
-RECORDED = LESSONS / "reference_answers.json"
-# the reference's answers on the checks' own inputs, written by `python -m autograder dev build` (`build.ship_answers`)
-SHIPPED = LESSONS / "shipped_answers.json"
 
 
 class BadOptions(ValueError):
@@ -492,271 +480,3 @@ def check_selection(options: GradeOptions) -> None:
     for number in options.lessons:
         if not any(lesson.number == number and lesson.tasks for lesson in registry.LESSONS):
             raise BadOptions(f"--lesson {number}: lesson {number} has no graded tasks")
-
-
-class LearnerFileError(Exception):
-    """A learner file the grader will not read (a symlink, not a regular file, too large, not UTF-8)."""
-
-
-def read_learner_file(root: Path, module: str) -> str | None:
-    """The text of `root/module.py`, read as a regular file inside `root` (no symlinks); None if it is missing."""
-    path = root / f"{module}.py"
-    try:
-        data = caches.read_regular(path, MAX_SOURCE)
-    except FileNotFoundError:
-        return None
-    except caches.NotRegular as exc:
-        raise LearnerFileError(f"{display(path)} {exc}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LearnerFileError(f"{display(path)} is not UTF-8 text (byte {exc.start})") from None
-
-
-def display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-# Where any Python of this machine keeps installed packages (one that does not grade may still hold a copy)
-SITE_FOLDERS = ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages", "/opt/*/lib/python3*/*-packages")
-
-
-def installed_packages() -> list[str]:
-    """Every folder the grader or the reference is installed in, outside the repository too: found by what it is.
-
-    The one `import` would find first, any copy on `sys.path`, where an
-    editable install's finder points, and every package an installed
-    distribution of this course put in any Python's site folders (its
-    RECORD): a worker must find none of them.
-    """
-    folders = set()
-    sites = {entry for entry in sys.path if entry} | {p for pattern in SITE_FOLDERS for p in glob.glob(pattern)}
-    for name in ("autograder", "solutions"):
-        spec = importlib.util.find_spec(name)
-        folders.update(spec.submodule_search_locations or []) if spec else None
-        folders.update(str(Path(entry) / name) for entry in sites if (Path(entry) / name).is_dir())
-    for record in (r for site in sites for r in glob.glob(os.path.join(site, "backprop_course-*.dist-info/RECORD"))):
-        try:
-            lines = Path(record).read_text().splitlines()
-        except OSError:
-            continue
-        tops = {line.split("/", 1)[0] for line in lines if "/" in line.split(",", 1)[0]}
-        site = Path(record).parent.parent
-        folders.update(str(site / top) for top in tops if top.isidentifier() and top != "__pycache__")  # packages
-    for module in list(sys.modules.values()):
-        mapping = getattr(module, "MAPPING", None)  # setuptools' editable finders map package names to folders
-        if getattr(module, "__name__", "").startswith("__editable__") and isinstance(mapping, dict):
-            folders.update(str(mapping[name]) for name in ("autograder", "solutions") if name in mapping)
-    return sorted(str(Path(folder).resolve()) for folder in folders if Path(folder).is_dir())
-
-
-class Learner:
-    """The `learner` fixture: runs scenarios over the learner's code for this test's task.
-
-    `fresh`: in a graded run, a visible check's draws (`fresh_inputs`): once the check passes, `judge_afresh` looks
-    at it again on inputs drawn from them.
-    """
-
-    afresh = False  # a pass of a graded run's second look, on drawn inputs: each of its calls is asked anew
-
-    def __init__(self, grader: Grader, task_id: str, fresh: random.Random | None = None):
-        self.grader, self.task, self.fresh = grader, task_id, fresh
-
-    def run(self, fn, *args, **kwargs):
-        if not getattr(fn, SCENARIO_FLAG, False):
-            raise TypeError(f"{fn.__name__} is not marked @scenario")
-        return self.grader.run(self.task, fn, args, kwargs)
-
-    def judge_afresh(self, check: Callable[[Learner], None]) -> None:
-        """A graded run's second look at a visible check that passed: `check(other)` runs its judgement with `other`
-        as its `learner`, once over the reference's answers on inputs drawn afresh (`ReferenceAfresh`), then over
-        the learner's on the same inputs (`LearnerAfresh`), with the judgement's helpers only recording what they
-        were given (`checks.judged`); the two records must agree (`fresh_inputs.compare`), and so must each call's
-        answers in their numbers (`fresh_inputs.numbers_alike`: what the judgement only reads a property of, a
-        trained model, say, must still be the reference's). Raises `CheckFailed` where they do not, what the
-        learner's code raised there, or `fresh_inputs.NothingDrawn`."""
-        if self.fresh is None:
-            return
-        reference = ReferenceAfresh(self.grader, self.task, self.fresh)
-        want, want_end = reference.judged(check)
-        if not any(d.drew for d in reference.draws):
-            raise fresh_inputs.NothingDrawn(self.task)
-        learner = LearnerAfresh(self.grader, self.task, reference.draws)
-        got, got_end = learner.judged(check)
-        if isinstance(got_end.raised, LearnerError):  # the learner's code failed there: that is the answer
-            raise got_end.raised
-        fresh_inputs.compare(want, want_end, got, got_end, reference.draws)
-        fresh_inputs.compare_answers(reference.answers, learner.answers, reference.draws, want)
-
-
-class ReferenceAfresh(Learner):
-    """A check's pass over the reference's answers on inputs drawn afresh: each call's draw is the first one the
-    reference answers (`fresh_inputs.draw`), kept in `draws` for the learner's pass."""
-
-    afresh = True
-
-    def __init__(self, grader: Grader, task_id: str, fresh: random.Random):
-        super().__init__(grader, task_id)
-        self.rng, self.draws, self.answers = fresh, [], []
-
-    def judged(self, check: Callable[[Learner], None]) -> tuple[list, fresh_inputs.Ending]:
-        """The records of the check's helpers as `check(self)` runs (`checks.judged`), and how it ended."""
-        self.grader.drawing, drawing = True, self.grader.drawing
-        try:
-            with checks.judged() as records:
-                try:
-                    check(self)
-                    ending = fresh_inputs.Ending(None)
-                except Exception as exc:  # noqa: BLE001 - how a judgement ends is part of what it judged
-                    ending = fresh_inputs.Ending(exc)
-        finally:
-            self.grader.drawing = drawing
-        return records, ending
-
-    def run(self, fn, *args, **kwargs):
-        if not getattr(fn, SCENARIO_FLAG, False):
-            raise TypeError(f"{fn.__name__} is not marked @scenario")
-        checks.judged_call(fn.__name__)
-
-        @judging.paused()  # the reference's answer does not depend on the learner's: not the judgement's time
-        def answer(drawn_args: list, drawn_kwargs: dict):
-            try:
-                answered, got = self.grader.drawn_by_worker(graded(self.task), fn, drawn_args, drawn_kwargs)
-                return got if answered else to_plain(fn(ReferenceCode(), *drawn_args, **drawn_kwargs))
-            except Exception:  # noqa: BLE001 - the reference fails on these inputs too: they prove nothing
-                return None
-
-        drawn, got = fresh_inputs.draw(fn.__name__, list(args), kwargs, self.rng, answer)
-        self.draws.append(drawn)
-        self.answers.append(got if drawn.drew else Reference(self.grader).run(fn, *args, **kwargs))
-        return self.answers[-1]
-
-
-class LearnerAfresh(ReferenceAfresh):
-    """A check's pass over the learner's answers on the inputs the reference's pass drew (`draws`), in its order."""
-
-    def __init__(self, grader: Grader, task_id: str, draws: list[fresh_inputs.Draw]):
-        Learner.__init__(self, grader, task_id)
-        self.draws, self.answers = draws, []
-
-    def run(self, fn, *args, **kwargs):
-        if not getattr(fn, SCENARIO_FLAG, False):
-            raise TypeError(f"{fn.__name__} is not marked @scenario")
-        checks.judged_call(fn.__name__)
-        n = len(self.answers)
-        drawn = self.draws[n] if n < len(self.draws) else None
-        if drawn is None or drawn.name != fn.__name__ or drawn.args != list(args) or drawn.kwargs != kwargs:
-            raise fresh_inputs.Diverged()  # the learner's answers led the judgement to another call
-        self.answers.append(self.grader.run(self.task, fn, tuple(drawn.drawn_args), drawn.drawn_kwargs, planned=False))
-        return self.answers[-1]
-
-
-class ReferenceCode:
-    """What a scenario's `impl` is on the trusted side: the whole reference."""
-
-    @cached_property  # a scenario may build 100,000 Values: the module is looked up once per call, not per Value
-    def Value(self):  # noqa: N802 - the scenarios' `impl.Value`
-        return importlib.import_module("solutions.engine").Value
-
-    def module(self, name: str):
-        return importlib.import_module(f"solutions.{name}")
-
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self.module(name)
-
-
-class Reference:
-    """The `reference` fixture: the expected answer of a scenario, computed here and never sent to a worker.
-
-    Answers are kept by the reference's fingerprint, the scenario's source and
-    its arguments: in memory for a warm process (watch mode), and on disk for the
-    next run at the same level (`caches.GradingCache`), so a batch or a second
-    run computes each answer once. A student edition ships no reference
-    code; there the answers of the visible checks ship as data (recorded by
-    `python -m autograder export student-edition`).
-    """
-
-    def __init__(self, grader: Grader):
-        self.grader = grader
-
-    def run(self, fn, *args, **kwargs):
-        key = answer_key(fn, args, kwargs)
-        if not has_sources():
-            answers = recorded_answers()
-            if key not in answers:
-                raise RuntimeError("this check needs the reference, which a student edition does not ship")
-            return answers[key]
-        cached = f"{hashlib.sha256(scenario_source(fn.__module__).encode()).hexdigest()[:16]}:{key}"
-        with judging.paused():  # the reference's answer does not depend on the learner's: not the judgement's time
-            answer = self.grader.answer(cached, lambda: fn(ReferenceCode(), *args, **kwargs))
-        if self.grader.recording is not None:
-            self.grader.recording[key] = answer
-        return answer
-
-    def compute(self, fn, *args):
-        """`fn(*args)` as plain data, computed here once and kept with the reference's answers.
-
-        For expected values that need a heavy library (`kit.torch_values`): once
-        they are known, a run never imports it.
-        """
-        cached = f"{hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]}:{answer_key(fn, args, {})}"
-        with judging.paused():
-            return self.grader.answer(cached, lambda: fn(*args))
-
-
-def answer_key(fn, args: tuple, kwargs: dict) -> str:
-    """How a reference answer is filed: the scenario's file and name, and its arguments (hashed when long)."""
-    key = f"{fn.__module__.rpartition('.')[2]}:{fn.__name__}:{json.dumps([args, kwargs], sort_keys=True)}"
-    return key if len(key) <= 4000 else hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-def lessons_digest() -> str:
-    """A digest of the grading tests, the judgement kit and the reference, to tell whether they changed in a run."""
-    return caches.sources_digest((LESSONS, LESSONS.parent / "kit", SOLUTIONS))
-
-
-def answers_digest() -> str:
-    """What the shipped answers were computed from: every source that decides a call or an expected value."""
-    return caches.sources_digest(caches.SOURCES)
-
-
-@cache
-def shipped_answers() -> dict:
-    """The reference's answers shipped with the course (`SHIPPED`), if they were computed from these very sources
-    (`answers_digest`); nothing if they are stale, missing or not a regular file. Read once, before any learner
-    code runs (`Grader.load_trusted_inputs`): they are as trusted as the grading tests beside them.
-
-    With them a run computes no expected value of a check's own inputs (so imports no PyTorch to judge): a cold
-    run (a platform's fresh container, a learner's first) is as fast as a warm one. They were computed by another
-    Python and PyTorch than this run's, maybe: every judgement compares numbers within a tolerance, far above
-    what two builds' rounding can differ by (the student edition's recorded answers travel the same way).
-    """
-    if not has_sources():
-        return {}
-    try:
-        data = json.loads(caches.read_regular(SHIPPED, caches.MAX_FILE))
-    except (OSError, caches.NotRegular, ValueError):
-        return {}
-    answers = data.get("answers") if isinstance(data, dict) and data.get("sources") == answers_digest() else None
-    return answers if isinstance(answers, dict) else {}
-
-
-def shipped_answers_stale() -> bool:
-    """Whether `SHIPPED` is missing, or was computed from other sources than these (`build --check` says so)."""
-    try:
-        return json.loads(SHIPPED.read_text()).get("sources") != answers_digest()
-    except (OSError, ValueError, AttributeError):
-        return True
-
-
-@cache
-def recorded_answers() -> dict:
-    try:
-        return json.loads(RECORDED.read_text())
-    except FileNotFoundError:
-        return {}

@@ -38,7 +38,9 @@ from autograder.course import registry
 from autograder.course.regions import has_sources
 from autograder.grading import fresh_inputs, judging, lastrun, options, pool, scorecard, verdicts
 from autograder.grading.blame import apply, check_key
-from autograder.grading.grader import BadOptions, Grader, Learner, Reference, lessons_digest
+from autograder.grading.fixtures import Learner
+from autograder.grading.grader import BadOptions, Grader
+from autograder.grading.reference import Reference, lessons_digest
 from autograder.grading.results import Status, TestResult
 from autograder.grading.settle import Settler
 from autograder.grading.settle import describe as describe_function

@@ -28,7 +28,9 @@ from collections.abc import Callable
 from autograder.course import registry
 from autograder.course.regions import REPO, has_sources
 from autograder.grading import blame, drawing, fresh_inputs, judging, pool, scorecard, verdicts
-from autograder.grading.grader import Grader, Learner, Reference
+from autograder.grading.fixtures import Learner
+from autograder.grading.grader import Grader
+from autograder.grading.reference import Reference
 from autograder.grading.results import Status, TestResult
 from autograder.grading.tasks import LESSONS, graded, node_label
 from autograder.kit.checks import GraphsDiffer
