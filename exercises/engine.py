@@ -142,8 +142,8 @@ class Value:
         derivative: other · self^(other - 1).
 
         Raises:
-            TypeError: when `other` is not an int or a float (a Value exponent too); its
-                message names the type it got.
+            TypeError: when `other` is not an int or a float (a Value too); its message
+                names the type it got.
         """
         # TODO(task 8.2): Value.__pow__: see the docstring.
         raise NotImplementedError("task 8.2: Value.__pow__")

@@ -171,8 +171,8 @@ class Value:
         derivative: other · self^(other - 1).
 
         Raises:
-            TypeError: when `other` is not an int or a float (a Value exponent too); its
-                message names the type it got.
+            TypeError: when `other` is not an int or a float (a Value too); its message
+                names the type it got.
         """
         ### BEGIN SOLUTION (task 8.2)
         if isinstance(other, bool) or not isinstance(other, (int, float)):
