@@ -13,7 +13,8 @@ LAYERS: dict[str, str] = {
     "checked by check.py), where each task's code is (regions.py), the causes a check can name (causes.py)",
     "worker": "the untrusted side, what runs next to the learner's code: the worker's loop (main.py), loading, "
     "the sandbox, the scenario helpers; wire.py is the one module both sides import",
-    "kit": "what grading tests use on the trusted side: judgement helpers (checks.py), PyTorch's values",
+    "kit": "what grading tests use on the trusted side: judgement helpers (checks.py), a graph's grads node by "
+    "node (graph_checks.py), PyTorch's values",
     "lessons": "the grading tests, one file per lesson: scenarios and judgements side by side",
     "grading": "the trusted side: a run's state (grader.py: `Grader`; the `learner` fixture's objects in "
     "fixtures.py; the reference's answers, computed, shipped and recorded, in reference.py; the learner's files, "

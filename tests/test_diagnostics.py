@@ -19,7 +19,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from autograder.grading.drawing import draw_or_offer, graph_diff_dot
-from autograder.kit.checks import CheckFailed, GraphsDiffer, expect_close, expect_same_grads, grads_explained
+from autograder.kit.checks import CheckFailed, expect_close
+from autograder.kit.graph_checks import GraphsDiffer, expect_same_grads, grads_explained
 from autograder.worker.scenario import graph_report, sweep
 from solutions.engine import Value
 

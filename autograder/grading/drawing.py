@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from autograder.kit.checks import GraphsDiffer
+from autograder.kit.graph_checks import GraphsDiffer
 
 WRONG, WRONG_FILL, MATCH = "#c62828", "#fde0dc", "#1565c0"
 # one render at a time: the site warms the WebAssembly Graphviz up in a thread while pages draw, and two threads

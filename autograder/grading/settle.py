@@ -33,7 +33,7 @@ from autograder.grading.grader import Grader
 from autograder.grading.reference import Reference
 from autograder.grading.results import Status, TestResult
 from autograder.grading.tasks import LESSONS, graded, node_label
-from autograder.kit.checks import GraphsDiffer
+from autograder.kit.graph_checks import GraphsDiffer
 
 
 def describe(fn: Callable) -> str:

@@ -14,7 +14,8 @@ import random
 
 import pytest
 
-from autograder.kit.checks import close, expect, expect_close, expect_equal, grads_explained
+from autograder.kit.checks import close, expect, expect_close, expect_equal
+from autograder.kit.graph_checks import grads_explained
 from autograder.worker.scenario import data_of, grad_of, graph_report, scenario, type_name
 
 # --- scenarios: run in the worker, over the learner's code ----------------------------------------------------------

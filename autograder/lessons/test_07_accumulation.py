@@ -18,7 +18,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from autograder.kit.checks import CheckFailed, WaitsFor, close, expect_close, finite_difference, grads_explained
+from autograder.kit.checks import CheckFailed, WaitsFor, close, expect_close, finite_difference
+from autograder.kit.graph_checks import grads_explained
 from autograder.worker.scenario import data_of, grad_of, graph_report, scenario, type_name
 
 # op: (task of its local rule, a, b, out.grad, expected (a.grad, b.grad))

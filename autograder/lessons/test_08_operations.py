@@ -17,15 +17,8 @@ import random
 import pytest
 
 from autograder.kit import torch_values
-from autograder.kit.checks import (
-    close,
-    expect,
-    expect_close,
-    expect_equal,
-    expect_raised,
-    finite_difference,
-    grads_explained,
-)
+from autograder.kit.checks import close, expect, expect_close, expect_equal, expect_raised, finite_difference
+from autograder.kit.graph_checks import grads_explained
 from autograder.worker.scenario import (
     data_of,
     graph_report,
