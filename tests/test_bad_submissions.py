@@ -1032,6 +1032,79 @@ def test_no_input_of_a_hidden_check_reaches_a_visible_message(level, tmp_path):
     assert "HIDDEN-INPUT" not in json.dumps([c for c in checks if not c["hidden"]]), checks
 
 
+# A plugin for the grader's run: the order in which its checks run, pytest's and those the settler grades quietly
+# (each check's own verdict is kept once, as it ran: `Settler.conclude`), one line per check into $CHECK_ORDER.
+CHECK_ORDER = """
+import json
+import os
+
+from autograder.grading import settle
+
+_conclude = settle.Settler.conclude
+
+
+def conclude(self, result, *args, **kwargs):
+    with open(os.environ["CHECK_ORDER"], "a") as f:
+        f.write(json.dumps([result.nodeid, result.task, result.hidden]) + "\\n")
+    return _conclude(self, result, *args, **kwargs)
+
+
+settle.Settler.conclude = conclude
+"""
+
+
+@pytest.mark.parametrize("selected", [False, True], ids=["2.3 not selected", "2.3 selected"])
+def test_a_visible_failure_that_sends_blame_to_another_task_runs_no_hidden_check_before_a_visible_one(
+    selected, tmp_path
+):
+    """Blame that grades another task quietly keeps a graded run's order: 5.2's visible checks fail, they run
+    through 2.3, and 2.3 is graded then, but only its visible checks; its hidden ones wait until every visible check
+    (5.3's) has run. 2.3 fails only its hidden check (one sum, of its first seeded pair): 5.2's checks, which 2.3's
+    visible checks alone would leave failing on their own, end waiting for 2.3, as in a run that knew 2.3 whole."""
+    import json
+    import random
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "check_order.py").write_text(CHECK_ORDER)
+    order = tmp_path / "order.jsonl"
+    submission = copy_of("solutions", tmp_path)
+    engine = submission / "engine.py"
+    text = engine.read_text()
+    hidden_x = random.Random(20231).uniform(-100, 100)  # 2.3's hidden check adds it first; nothing else does
+    forward = 'out = Value(self.data + other.data, (self, other), "+")'
+    backward = "            other.grad += out.grad\n"
+    assert forward in text and backward in text
+    text = text.replace(forward, forward.replace("other.data", f"other.data + (self.data == {hidden_x!r})"))
+    engine.write_text(text.replace(backward, "            other.grad += 2 * out.grad\n"))
+    tasks = ["--task", "2.3"] if selected else []
+    own = tmp_path / "own-results.json"  # the grader's own results: a task the run does not select is in `quiet`
+    run = grade(
+        submission,
+        *tasks,
+        *("--task", "5.2", "--task", "5.3", "--fresh-inputs", "7", "--results-file", str(own), "-p", "check_order"),
+        tmp_path=tmp_path,
+        env={"PYTHONPATH": str(plugins), "CHECK_ORDER": str(order)},
+    )
+    ran = [json.loads(line) for line in order.read_text().splitlines()]
+    assert {task for _, task, _ in ran} == {"2.3", "5.2", "5.3"}, ran  # 2.3 was graded, quietly or not
+    last_visible = max(i for i, (_, _, hidden) in enumerate(ran) if not hidden)
+    first_hidden = min(i for i, (_, _, hidden) in enumerate(ran) if hidden)
+    shown = "\n".join(
+        f"{'hidden ' if hidden else 'visible'} {task} {nodeid.rpartition('::')[2]}" for nodeid, task, hidden in ran
+    )
+    assert last_visible < first_hidden, f"checks in the order they ran:\n{shown}"
+    assert len({nodeid for nodeid, _, _ in ran}) == len(ran), ran  # each check ran once
+    results = json.loads(own.read_text())
+    every = {c["nodeid"]: c for c in [*results["tests"], *results["quiet"]]}
+    assert [c["status"] for c in every.values() if c["task"] == "2.3" and c["status"] != "passed"] == ["failed"]
+    assert {c["task"] for c in results["quiet"]} == (set() if selected else {"2.3"}), results["quiet"]
+    waits = {(c["status"], c["waits_for"]) for c in every.values() if c["task"] == "5.2" and c["status"] != "passed"}
+    assert waits == {("not started", "2.3")}, every
+    assert run.status.get("5.3") == "passed", run.output[-3000:]
+    assert run.status.get("5.2") == "in progress", run.output[-3000:]
+
+
 def test_a_capstone_that_passed_before_a_task_it_runs_failed_a_hidden_check_waits_for_it(tmp_path):
     """A graded run asks hidden checks last: the capstone (12.5, the whole engine) runs while 8.2 has passed the
     checks asked so far, and once 8.2 fails a hidden one the capstone waits for it, as it would have had 8.2

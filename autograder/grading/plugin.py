@@ -193,6 +193,11 @@ def pytest_runtest_call(item: pytest.Item):
     settler = item.config.stash[SETTLER]
     grader = settler.grader
     result = grader.by_nodeid.get(item.nodeid)
+    if result is not None and result.hidden and not settler.hidden_open:  # a graded run's first hidden check
+        try:
+            settler.visible_done()  # quiet grading may run hidden checks now (`settle.py`)
+        except pool.StartFailed as failed:
+            pytest.exit(verdicts.start_failed(failed), returncode=pytest.ExitCode.INTERNAL_ERROR)
     if result is None or result.settled:
         return (yield)
     key = check_key(item.nodeid)
@@ -318,7 +323,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     Testing panel on every save) graded nothing: it writes nothing, so `hint` still reads the last real run."""
     if session.config.option.collectonly:
         return
-    grader = session.config.stash[GRADER]
+    grader, settler = session.config.stash[GRADER], session.config.stash[SETTLER]
+    if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):  # a graded run that asked no hidden check
+        try:
+            settler.visible_done()  # the hidden checks that quiet grading held back, while the workers live
+        except pool.StartFailed:
+            pass  # not graded: the tasks they belong to are judged by their visible checks
     grader.stop_workers()
     if grader.lesson_digest and lessons_digest() != grader.lesson_digest:  # learner code (`processes`) wrote them
         for result in grader.results.tests:
@@ -326,8 +336,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             result.message = "the grader's own files changed while your code ran: this run's results are void"
         grader.new_answers = False
         grader.asked.clear()
+        settler.void()
     grader.results.edition = not has_sources()
-    session.config.stash[SETTLER].finish()  # the labels left to the end, before anything reads or writes the results
+    settler.finish()  # the labels left to the end, before anything reads or writes the results
     grader.save_answers()
     grader.save_plans()
     grader.cache.forget_if_workers_could_write()

@@ -12,9 +12,16 @@ settled: a run in which nothing goes wrong grades nothing more, and a bug costs 
 fails on its own.
 
 Each check's own verdict (before blame) is kept as it first ran (`raw`); blame is computed from those only, so the
-label of a check does not depend on which run asked: `--task`, `--lesson` and a full run settle it alike. One
-label waits for the end of the run (`Settler.finish`): a graded run asks every hidden check last, so a capstone's
-check that passed may wait after all for a task it runs that then failed a hidden check.
+label of a check does not depend on which run asked: `--task`, `--lesson` and a full run settle it alike.
+
+A graded run (`--fresh-inputs`) asks every visible check before any hidden one (`plugin.py`), and grading quietly
+keeps that order: until pytest has asked every visible check (`Settler.visible_done`: its first hidden item, or
+the end of the run), it runs a task's visible checks only, and blame takes a task whose visible checks have all
+run as known. Then the hidden checks it held back of tasks the run does not select are graded (pytest reaches
+the others), and the checks labelled meanwhile are settled again. Their labels, and one more, wait for the end of
+the run (`Settler.finish`): a capstone's check that passed may wait after all for a task it runs that then
+failed a hidden check, and a check labelled from a task's visible checks alone gets the label the whole task
+gives (its pytest outcome, reported as it ran, stays).
 """
 
 from __future__ import annotations
@@ -61,6 +68,10 @@ class Settler:
         self.nodeids: dict[str, str] = {}  # check key -> pytest's node id, for the checks pytest collected
         self._checks: dict[str, list[tuple[TestResult, Callable]]] = {}
         self._blame: tuple[int, blame.Blame] | None = None
+        # a graded run asks hidden checks, quietly too, only once pytest has asked every visible one
+        self.hidden_open = grader.fresh_seed is None
+        self.held: set[str] = set()  # tasks whose hidden checks quiet grading held back
+        self.provisional: dict[str, None] = {}  # checks labelled before that: labelled again at the end (`finish`)
 
     def collected(self, nodeid: str) -> None:
         self.nodeids[blame.check_key(nodeid)] = nodeid
@@ -100,6 +111,8 @@ class Settler:
         raw = self.raw[key]
         if not raw.status.went_wrong and not raw.waits_for:
             return blame.own_label(raw)  # passed, void or not started: nothing to blame
+        if not self.hidden_open:  # the tasks it needs are known by their visible checks alone, so far
+            self.provisional[key] = None
         tried: set[str] = set()
         while True:
             verdict = self.blame()
@@ -118,9 +131,17 @@ class Settler:
         return self._blame[1]
 
     def known(self) -> set[str]:
-        """The tasks all of whose checks have run."""
+        """The tasks all of whose checks have run (before a graded run's hidden checks, all of its visible ones)."""
         tasks = {r.task for r in self.raw.values()}
-        return {t for t in tasks if all(blame.check_key(r.nodeid) in self.raw for r, _ in self.checks_of(t))}
+        return {
+            t
+            for t in tasks
+            if all(blame.check_key(r.nodeid) in self.raw or self.holds(r) for r, _ in self.checks_of(t))
+        }
+
+    def holds(self, check: TestResult) -> bool:
+        """`check` is hidden and may not run yet: a graded run has visible checks left to ask."""
+        return check.hidden and not self.hidden_open
 
     # --- grading quietly ----------------------------------------------------------------------------------------------
 
@@ -146,11 +167,15 @@ class Settler:
 
     def grade_quietly(self, task_id: str) -> None:
         """Run every check of a task that has not run yet, here, reporting nothing: its verdicts are kept (`raw`),
-        and a task the run does not select has its checks kept apart in the results (`Results.quiet`)."""
+        and a task the run does not select has its checks kept apart in the results (`Results.quiet`). A graded
+        run's hidden checks are held back while it has visible checks left to ask (`visible_done`)."""
         grader = self.grader
         for result, fn in self.checks_of(task_id):
             key = blame.check_key(result.nodeid)
             if key in self.raw:
+                continue
+            if self.holds(result):
+                self.held.add(task_id)
                 continue
             fresh = None
             if grader.fresh_seed is not None and not result.hidden:
@@ -179,6 +204,24 @@ class Settler:
             if result.nodeid not in grader.by_nodeid:
                 grader.results.quiet.append(dataclasses.replace(self.raw[key]))
 
+    def visible_done(self) -> None:
+        """A graded run has asked every visible check (pytest's first hidden item starts, or the run ends): quiet
+        grading may run hidden checks now. Those it held back of the tasks the run does not select run here (pytest
+        reaches the others), and each check labelled so far from what it needs is settled again, grading quietly
+        what the tasks it needs, whole, now call for; its label is given at the end (`finish`)."""
+        if self.hidden_open:
+            return
+        self.hidden_open, self._blame = True, None  # `known` changes: blame is computed again
+        for task_id in sorted(self.held, key=registry.sort_key):
+            if not self.grader.selects(task_id):
+                self.grade_quietly(task_id)
+        for key in list(self.provisional):
+            self.settle(key)
+
+    def void(self) -> None:
+        """The run's results are void (its grading tests changed under it): no check is labelled again."""
+        self.provisional.clear()
+
     def finish(self) -> None:
         """Once every check has run, label what could not be labelled as it ran, from everything the run graded.
 
@@ -187,6 +230,8 @@ class Settler:
           before one of those tasks fails a hidden check: it then waits for that task after all, as it would have
           had the task failed first (a bug is charged once, where it is; its pytest outcome, reported as it ran,
           stays a pass).
+        - A graded run's checks labelled before it asked any hidden check, from the tasks they need known by their
+          visible checks alone (`visible_done`): they are labelled from those tasks whole.
         - The quietly graded checks of the tasks the run did not select.
         """
         grader = self.grader
@@ -197,6 +242,7 @@ class Settler:
                 raw = self.raw[blame.check_key(check.nodeid)]  # a check passes only once concluded here
                 raw.status, raw.message, raw.waits_for, raw.cause = verdicts.classify(wait, check.task)
                 late.append(check)
+        late += [grader.by_nodeid[self.nodeids[key]] for key in self.provisional]
         if late or grader.results.quiet:
             verdict = blame.Blame(self.raw.values(), self.edition, done=True)  # a task the run did not grade passes
             for check in [*late, *grader.results.quiet]:
