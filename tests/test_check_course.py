@@ -266,13 +266,13 @@ def test_a_hint_that_names_an_exception_the_spec_does_not_is_found(course):
 # --- the spec, said the same on the page, in the stub and in the hints ------------------------------------------
 
 
-def _hooks():
+def _directives():
     sys.path.insert(0, str(REPO / "course" / "_build"))
     try:
-        import hooks
+        import directives
     finally:
         sys.path.remove(str(REPO / "course" / "_build"))
-    return hooks
+    return directives
 
 
 def _stub_docstrings(task: registry.Task) -> dict[str, str]:
@@ -300,11 +300,11 @@ def test_the_drifted_specs_have_specs():
 
 @pytest.mark.parametrize("task", SPECIFIED, ids=lambda t: t.id)
 def test_page_stub_and_hints_say_the_spec(task):
-    page = " ".join(_hooks().expand("task", task.id).split())
+    page = " ".join(_directives().expand("task", task.id).split())
     stubs = _stub_docstrings(task)
     hints = " ".join(task.hints)
     for item in task.spec:
-        md, name = _hooks().md_text, f"`{item.owner}`"
+        md, name = _directives().md_text, f"`{item.owner}`"
         said = [("Returns:", f"{name} **returns**", item.returns)]
         said += [
             ("Raises: " * (n == 0) + f"{error}:", f"{name} **raises** `{error}`", when)

