@@ -3,7 +3,8 @@
 - `course/_build/executed/<page>.json` (committed): what each Python block of a page printed, and the grader
   runs that lesson 0 shows, keyed by the code they came from (as Jupyter Book's execution cache keys a
   notebook's outputs by its code). A fresh clone's first build reads them and runs nothing. Written by
-  `python -m autograder dev build`, checked by `python -m autograder dev build --check`; never by a plain `mkdocs build`.
+  `python -m autograder dev build`, checked by `python -m autograder dev build --check`; never by a plain
+  `mkdocs build`.
 - `.cache/site/` (gitignored): what this machine ran, keyed as above plus this machine's Python and packages.
   The environment variable `COURSE_SITE_CACHE` names another folder.
 

@@ -404,7 +404,9 @@ CHAPTERS = {
         ("2:14:03", "the summary of the lecture"),
         ("2:21:10", "PyTorch's own tanh backward, deep in its CPU and GPU kernels"),
     ],
-    14: [("1:39:31", "PyTorch's tensors: n-dimensional arrays of scalars, where our engine holds one number per Value")],
+    14: [
+        ("1:39:31", "PyTorch's tensors: n-dimensional arrays of scalars, where our engine holds one number per Value")
+    ],
 }
 
 
