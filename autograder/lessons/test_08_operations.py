@@ -9,6 +9,9 @@ plain floats, PyTorch in float64 and the reference tanh, all on this side. When
 the grads of a whole expression (the headline, the sanity check, the neuron) are
 wrong, the message names the first wrong node against the reference's graph of
 the same scenario (`grads_explained`).
+
+Longer than the grader's other files on purpose: a lesson's checks live in one file, each scenario next to the
+judgements that read it, as every lesson's do.
 """
 
 import math

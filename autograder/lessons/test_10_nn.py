@@ -6,6 +6,9 @@ reference `Value`), and the classes of the other tasks are the reference's: `Lay
 classes inherit from the learner's `Module` (task 10.1). Scenarios seed `random` themselves with a seed the
 judgement passes; the expected weights are that seed's draws, made here, and the expected outputs and gradients
 are hand computations or the same scenario run over the reference (`reference.run`).
+
+Longer than the grader's other files on purpose: a lesson's checks live in one file, each scenario next to the
+judgements that read it, as every lesson's do.
 """
 
 import math

@@ -14,6 +14,9 @@ the step itself. The training scenarios therefore run inside
 `collecting_only_new_objects`, which freezes the objects alive before the run
 (`gc.freeze`) so that collections only walk what the run creates. It changes
 no result.
+
+Longer than the grader's other files on purpose: a lesson's checks live in one file, each scenario next to the
+judgements that read it, as every lesson's do.
 """
 
 import json

@@ -15,6 +15,9 @@ Expected values are computed here only: the rules written out with NumPy
 broadcast gradient), PyTorch in float64 (`kit.torch_values`), and the scalar
 engine of lessons 2 to 11 (`reference.run` of a scenario over the reference
 `Value` and `MLP`, with the same weights).
+
+Longer than the grader's other files on purpose: a lesson's checks live in one file, each scenario next to the
+judgements that read it, as every lesson's do.
 """
 
 import random
