@@ -289,13 +289,7 @@ def _check_pages(root: Path, lessons, tasks: dict, problem) -> None:
                 problem(page, f"a heading or directive of task {task_id}, which no lesson's data declares")
             elif tasks[task_id].lesson != lesson.number:
                 problem(page, f"a heading or directive of task {task_id}, which is lesson {tasks[task_id].lesson}'s")
-        for course, _ in lesson.edition:
-            if not registry.words(course).search(text):
-                problem(
-                    page,
-                    f"no longer says {course!r}, which the student edition replaces: update [[edition]] in "
-                    f"{lesson.data}",
-                )
+        _still_says(problem, page, text, lesson.edition, lesson.data)
         if lesson.tasks and f"<!-- course: your-turn {lesson.number} -->" not in text:
             problem(page, f'no "your turn" box: <!-- course: your-turn {lesson.number} -->')
         for task in lesson.tasks:
@@ -332,13 +326,7 @@ def _check_guides(root: Path, data: Path, problem) -> None:
             problem(root / guide.data, f"there is no guide {guide.page}")
             continue
         text = page.read_text(encoding="utf-8")
-        for course, _ in guide.edition:
-            if not registry.words(course).search(text):
-                problem(
-                    page,
-                    f"no longer says {course!r}, which the student edition replaces: update [[edition]] in "
-                    f"{guide.data}",
-                )
+        _still_says(problem, page, text, guide.edition, guide.data)
 
 
 def _check_docstrings(lessons, solutions: Path, exercises: Path, problem) -> None:
@@ -366,3 +354,11 @@ def _check_docstrings(lessons, solutions: Path, exercises: Path, problem) -> Non
                         f"the docstring of {name} does not end in its spec as the course's data says "
                         "it: run python -m autograder dev build",
                     )
+
+
+def _still_says(problem, page, text: str, edition: list, data) -> None:
+    """Each sentence the student edition replaces on `page` is still there to replace (declared in `data`)."""
+    for course, _ in edition:
+        if not registry.words(course).search(text):
+            replaced = f"{course!r}, which the student edition replaces"
+            problem(page, f"no longer says {replaced}: update [[edition]] in {data}")
