@@ -1,7 +1,12 @@
 """MkDocs hooks of the course site (named in mkdocs.yml under `hooks:`).
 
 - Puts the repository root and this folder on `sys.path`, so that the pages'
-  Python blocks can import `solutions` and `pagekit`.
+  Python blocks can import `exercises` and `pagekit`.
+- A page's code imports what a learner has, `exercises` (`from exercises.engine import Value`), never
+  `solutions`: where the course has the reference, the build binds `exercises` to it (`ReferenceAsExercises`),
+  so the page shows what the finished code prints; a student edition replays those results, and whatever it does
+  run imports the learner's own `exercises/`. `python -m autograder dev check` reports a block that names
+  `solutions`.
 - Expands the page directives, HTML comments that a writer puts on a line of
   its own, into Markdown generated from `autograder.course.registry` and the sources:
 
@@ -44,6 +49,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import html
+import importlib.abc
+import importlib.util
 import json
 import os
 import re
@@ -85,10 +92,33 @@ def _forget_imports() -> None:
     an edit of solutions/ or of the registry would not show up until the server is restarted.
     """
     global registry, module_of, owners_of
-    for name in [n for n in sys.modules if n.split(".")[0] in ("solutions", "autograder", "pagekit")]:
+    for name in [n for n in sys.modules if n.split(".")[0] in ("solutions", "exercises", "autograder", "pagekit")]:
         del sys.modules[name]
     from autograder.course import registry
     from autograder.course.regions import module_of, owners_of
+
+
+class ReferenceAsExercises(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Binds `exercises` and `exercises.NAME` to the reference's `solutions` and `solutions.NAME` (the same module
+    objects, so a page's `Value` is the one the reference's other modules make), while the site is built where
+    the reference exists. A page's code imports what a learner has; what it prints is what finished code prints."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "exercises" or name.startswith("exercises."):
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module("solutions" + spec.name.removeprefix("exercises"))
+
+    def exec_module(self, module) -> None:
+        pass  # imported already, as `solutions...`
+
+
+def _bind_exercises_to_the_reference() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != ReferenceAsExercises.__name__]
+    if has_sources():  # a student edition has no reference: its pages import the learner's own exercises/
+        sys.meta_path.insert(0, ReferenceAsExercises())
 
 
 DIRECTIVE = re.compile(r"^<!-- course: (?P<name>[\w-]+)(?: (?P<arg>[^>]*?))? -->[ \t]*$", re.M)
@@ -255,6 +285,7 @@ def on_config(config):
     global _committed, _config
     _extend_path()
     _forget_imports()
+    _bind_exercises_to_the_reference()
     _check_nav(config)
     _config = config
     read = not buildcache.flag("COURSE_SITE_RERUN") and os.environ.get("COURSE_SITE_COMMITTED", "1") != "0"
