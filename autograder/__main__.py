@@ -10,6 +10,10 @@ The commands are grouped by who types them (`READERS`, which `--help` lists sect
   which says where the course's data (`autograder/course/data/`) and the markers, checks, pages and docstrings it
   names disagree, or what they leave out.
 
+A command that needs the reference (`solutions/`), which a student edition does not ship, says so
+(`Command.needs_reference`): the edition's `--help` lists it nowhere and its parser does not have it, so a class
+is never shown a command that cannot work in its copy (the maintainers' commands and the exports, all of them).
+
 The flat names the commands had before (`build`, `check-course`, `gradescope`, `gradescope-run`,
 `student-edition`...) still work, so that nothing written with them breaks (a bundle already on Gradescope, a
 script, an old page), but `--help` no longer lists them (`Command.old`).
@@ -34,13 +38,15 @@ from autograder.commands import instructors, learners, maintainers, no_args
 class Command:
     """One command as its reader types it (`hint`, `export gradescope`, `dev build`), and what it does.
 
-    `old` is the flat name it had before the commands were grouped by reader: still accepted, never listed."""
+    `old` is the flat name it had before the commands were grouped by reader: still accepted, never listed.
+    `needs_reference`: it reads `solutions/`, so a student edition (which has none) leaves it out."""
 
     name: str
     summary: str
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     old: str = ""
+    needs_reference: bool = False
 
 
 READERS: dict[str, tuple[Command, ...]] = {
@@ -79,6 +85,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             instructors._gradescope_args,
             instructors._gradescope,
             old="gradescope",
+            needs_reference=True,
         ),
         Command(
             "export prairielearn",
@@ -86,6 +93,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             instructors._prairielearn_args,
             instructors._prairielearn,
             old="prairielearn",
+            needs_reference=True,
         ),
         Command(
             "export nbgrader",
@@ -93,6 +101,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             instructors._nbgrader_args,
             instructors._nbgrader,
             old="nbgrader",
+            needs_reference=True,
         ),
         Command(
             "export student-edition",
@@ -100,6 +109,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             instructors._student_edition_args,
             instructors._student_edition,
             old="student-edition",
+            needs_reference=True,
         ),
         Command(
             "export classroom",
@@ -123,6 +133,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             instructors._gradescope_run_args,
             instructors._gradescope_run,
             old="gradescope-run",
+            needs_reference=True,
         ),
         Command(
             "run prairielearn",
@@ -130,6 +141,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             instructors._prairielearn_run_args,
             instructors._prairielearn_run,
             old="prairielearn-run",
+            needs_reference=True,
         ),
     ),
     "maintainers": (
@@ -139,6 +151,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             maintainers._build_args,
             maintainers._build,
             old="build",
+            needs_reference=True,
         ),
         Command(
             "dev check",
@@ -146,6 +159,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             no_args,
             maintainers._check_course,
             old="check-course",
+            needs_reference=True,
         ),
         Command(
             "dev sync",
@@ -153,6 +167,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             maintainers._sync_args,
             maintainers._sync,
             old="sync",
+            needs_reference=True,
         ),
         Command(
             "dev notebooks",
@@ -160,6 +175,7 @@ READERS: dict[str, tuple[Command, ...]] = {
             maintainers._notebooks_args,
             maintainers._notebooks,
             old="notebooks",
+            needs_reference=True,
         ),
     ),
 }
@@ -177,9 +193,16 @@ GROUPS = {  # a command of two words is a verb of its group: (what the group's -
 }
 
 
-def commands() -> list[Command]:
-    """Every command, learners' first, then instructors', then maintainers'."""
-    return [command for group in READERS.values() for command in group]
+def in_edition() -> bool:
+    """A student edition: no reference (`solutions/`) to run the commands that need it."""
+    from autograder.course.regions import has_sources
+
+    return not has_sources()
+
+
+def commands(edition: bool = False) -> list[Command]:
+    """Every command, learners' first, then instructors', then maintainers' (in an edition: those it can run)."""
+    return [command for group in READERS.values() for command in group if not (edition and command.needs_reference)]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,22 +215,26 @@ class _Parser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
 
-def _listing() -> str:
+def _listing(edition: bool) -> str:
     """The commands as --help lists them, one section per reader (the old flat names are accepted, not listed)."""
     width = max(len(c.name) for c in commands()) + 2
     sections = ["Grading itself is `pytest autograder` (--lesson N, --task L.N). The course's other commands:"]
     for reader, group in READERS.items():
-        lines = [f"for {reader}:"] + [f"  {c.name:<{width}}{c.summary}" for c in group]
-        sections.append("\n".join(lines))
+        group = [c for c in group if c in commands(edition)]
+        if group:  # an edition has no maintainers' section
+            sections.append("\n".join([f"for {reader}:"] + [f"  {c.name:<{width}}{c.summary}" for c in group]))
     sections.append("`python -m autograder COMMAND --help` shows a command's options.")
     return "\n\n".join(sections)
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(edition: bool | None = None) -> argparse.ArgumentParser:
+    """The command line; `edition` (a student edition: by default, whether `solutions/` is missing) leaves out the
+    commands that need the reference."""
+    edition = in_edition() if edition is None else edition
     parser = _Parser(
         prog="python -m autograder",
         usage="%(prog)s COMMAND [options]",
-        description=__doc__.splitlines()[0] + "\n\n" + _listing(),
+        description=__doc__.splitlines()[0] + "\n\n" + _listing(edition),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top = parser.add_subparsers(
@@ -215,7 +242,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     top.listed = []
     groups: dict[str, argparse._SubParsersAction] = {}
-    for command in commands():
+    for command in commands(edition):
         group, _, verb = command.name.rpartition(" ")
         if group and group not in groups:
             about, metavar = GROUPS[group]

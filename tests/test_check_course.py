@@ -368,3 +368,14 @@ def test_a_kept_parse_that_says_other_things_than_its_files_is_found(course):
         "autograder/course/data/parsed.json: it says other things than the .toml files beside it: "
         "run python -m autograder dev build"
     ]
+
+
+def test_a_page_block_that_imports_the_reference_by_its_name_is_found(course):
+    """A page's code imports `exercises` (which the site's build binds to the reference): a block that imports
+    `solutions` would show a student edition's learners an import of code their copy does not have."""
+    edit(course, "course/10-nn.md", "from exercises.nn import", "from solutions.nn import")
+    edit(course, "course/recap.md", "import os\n", "import os\nimport solutions\n")
+    found = [p for p in problems(course) if "imports `solutions`" in p]
+    assert [p.split(": a Python")[0].split(": line")[0] for p in found] == ["course/10-nn.md", "course/recap.md"]
+    prose = (course / "course/14-tensors.md").read_text()
+    assert "`solutions/tensor.py`" in prose  # words about the reference are not code that imports it

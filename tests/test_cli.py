@@ -138,3 +138,19 @@ def test_nothing_tells_anyone_to_type_an_old_name():
         text = (REPO / name).read_text(encoding="utf-8").replace(KEPT, "")
         found += [f"{name}: {m[0]}" for m in OLD_COMMAND.finditer(text)]
     assert not found, "\n".join(found)
+
+
+def test_a_student_edition_has_no_command_that_needs_the_reference():
+    """A student edition ships no `solutions/`: its --help lists, and its parser has, only the commands that work
+    without it (no maintainers' section, no export of a bundle, an edition or nbgrader's master notebooks)."""
+    shown = listed(make_parser(edition=True).format_help())
+    assert list(shown) == ["learners", "instructors"]
+    kept = [c.name for c in commands(edition=True)]
+    assert shown["learners"] + shown["instructors"] == kept
+    assert not [c for c in commands(edition=True) if c.needs_reference]
+    assert {"hint", "watch", "reset", "tasks", "grade", "batch", "class-report"} <= set(kept)
+    assert not {"dev build", "dev sync", "export student-edition", "export gradescope", "run gradescope"} & set(kept)
+    for gone in (["dev", "sync"], ["export", "student-edition", "--out", "x"], ["sync"], ["student-edition"]):
+        with pytest.raises(SystemExit):
+            make_parser(edition=True).parse_args(gone)
+    assert make_parser(edition=False).parse_args(["dev", "sync"]).run  # the full course has them all

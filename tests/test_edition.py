@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,6 +73,67 @@ def test_no_reference_code_in_any_form_and_no_hidden_check(edition):
     # the recap page, which shows the reference engine in the full course, says it is not there
     recap = (edition / "site" / "recap" / "index.html").read_text()
     assert "Not in this edition" in recap and "self.grad +=" not in recap
+
+
+# a learner-facing text that imports the reference by its name, and the solution markers' words
+IMPORTS_SOLUTIONS = re.compile(r"\bfrom\s+solutions(?:\.\w+)*\s+import\b|\bimport\s+solutions\b")
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
+# the grader's own code that must recognise the markers: `regions.py` is their one grammar (the course's grader
+# and exports read the task regions through it, so an edition keeps the same module rather than a fork of it),
+# and `check.py` says where a copy's markers disagree with its data; neither is a text a learner reads to learn
+MARKER_READERS = ("autograder/course/regions.py", "autograder/course/check.py")
+
+
+def learner_texts(edition: Path) -> dict[str, str]:
+    """What a learner reads in the edition: its pages' Markdown, README, the built site's text (HTML without its
+    tags, and its search index), the notebooks' cells and the lessons' check files (their docstrings)."""
+    paths = [
+        *(edition / "course").rglob("*.md"),
+        edition / "README.md",
+        *(edition / "exercises" / "notebooks").glob("*.ipynb"),
+        *(edition / "autograder" / "lessons").glob("test_*.py"),
+        *(edition / "site").rglob("*.html"),
+        edition / "site" / "search" / "search_index.json",
+    ]
+    texts = {}
+    for path in paths:
+        text = text_of(path)
+        if path.suffix == ".html":
+            text = html.unescape(re.sub(r"<[^>]+>", "", text))
+        texts[path.relative_to(edition).as_posix()] = text
+    return texts
+
+
+def test_the_edition_imports_what_the_learner_has_and_never_names_the_markers(edition):
+    """No learner-facing text of the edition imports `solutions` (its pages import `exercises`, what a learner has),
+    and no shipped file but the grader's marker readers (`MARKER_READERS`) holds a solution marker's words: not the
+    recap, not the maintainers' CONTRIBUTING.md (left out), not the site's search index."""
+    texts = learner_texts(edition)
+    assert len([name for name in texts if name.startswith("course/") and name.endswith(".md")]) >= 17
+    assert any(name.startswith("site/") for name in texts) and any(name.endswith(".ipynb") for name in texts)
+    importing = {name: IMPORTS_SOLUTIONS.findall(text) for name, text in texts.items()}
+    assert {name: found for name, found in importing.items() if found} == {}
+    assert "from exercises.nn import Neuron" in texts["course/10-nn.md"]
+    assert "from exercises.nn import" in texts["site/10-nn/index.html"]  # the site shows what the page says
+    assert not (edition / "CONTRIBUTING.md").exists()
+    named = sorted(
+        path.relative_to(edition).as_posix()
+        for path in edition.rglob("*")
+        if path.is_file() and ".git" not in path.parts and any(m in text_of(path) for m in MARKERS)
+    )
+    assert named == sorted(MARKER_READERS)
+
+
+def test_the_edition_lists_no_command_that_needs_the_reference(edition):
+    """`python -m autograder --help` in the edition lists the learners' commands and the instructors' that work
+    without `solutions/`: no maintainers' command, no export (of a bundle, an edition, nbgrader's masters)."""
+    env = {**os.environ, "PYTHONPATH": str(edition)}
+    shown = subprocess.run(
+        [sys.executable, "-m", "autograder", "--help"], cwd=edition, env=env, capture_output=True, text=True
+    )
+    assert shown.returncode == 0 and "for learners:" in shown.stdout, shown.stderr
+    assert "dev " not in shown.stdout and "export student-edition" not in shown.stdout, shown.stdout
+    assert "solutions/" not in shown.stdout and "for maintainers" not in shown.stdout
 
 
 def test_the_edition_is_a_course_of_its_own(edition, python, reference_run, tmp_path):

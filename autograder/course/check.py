@@ -20,6 +20,9 @@ that disagrees with it, or that the data leaves out:
   task's spec, stub and hints), a heading or directive of an undeclared task, no
   "your turn" box, a sentence that the student edition replaces (`[[edition]]`)
   no longer there; the same of a guide's sentences (`data/guides/NAME.toml`);
+- the pages' code (`course/**/*.md`): a Python block that imports `solutions`. A page's code imports what a
+  learner has, `exercises`: the site's build binds it to the reference where the course has one
+  (`course/_build/hooks.py`), and a student edition's pages then show the learner's own imports;
 - the spec: a docstring in `solutions/` or `exercises/` that does not end in what
   the data's spec says (`build` writes it); an exception that the task's checks
   expect (`expect_raised`) and its spec does not say it raises, or the reverse;
@@ -41,6 +44,8 @@ from autograder.course.regions import REPO, RegionError, parse
 
 ERROR = re.compile(r"\b(?!NotImplementedError\b)[A-Z][A-Za-z]*Error\b")
 HEADING = re.compile(r"^### Task (?P<id>\d+\.\d+) · (?P<title>.*?)(?: \{#(?P<anchor>[\w-]+)\})?[ \t]*$", re.M)
+PYTHON_BLOCK = re.compile(r"^(?P<fence>[ \t]*```+)python\b[^\n]*\n(?P<code>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
+IMPORTS_SOLUTIONS = re.compile(r"^[ \t]*(?:from[ \t]+solutions\b|import[ \t]+solutions\b)", re.M)
 TASK_DIRECTIVE = re.compile(r"^<!-- course: task (?P<id>\S+) -->[ \t]*$", re.M)
 
 
@@ -194,6 +199,7 @@ def check_course(root: Path = REPO) -> list[Problem]:
     _check_checks(root, lessons, tasks, data_file, problem)
     _check_pages(root, lessons, tasks, problem)
     _check_guides(root, data, problem)
+    _check_page_code(root, problem)
     _check_docstrings(lessons, solutions, exercises, problem)
     return problems
 
@@ -311,6 +317,21 @@ def _check_pages(root: Path, lessons, tasks: dict, problem) -> None:
             declared = {error for item in task.spec for error, _ in item.raises}
             for error in sorted(set(ERROR.findall(sections.get(task.id, ""))) - declared):
                 problem(page, f"the words about task {task.id} name {error}, which its spec does not say it raises")
+
+
+def _check_page_code(root: Path, problem) -> None:
+    """No page's Python block imports `solutions`: it imports `exercises`, which the site's build binds to the
+    reference where there is one (so that a student edition's pages show what its learners have)."""
+    for page in sorted((root / "course").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for block in PYTHON_BLOCK.finditer(text):
+            for found in IMPORTS_SOLUTIONS.finditer(block["code"]):
+                line = text.count("\n", 0, block.start("code") + found.start()) + 1
+                problem(
+                    page,
+                    f"line {line}: a Python block imports `solutions`; import `exercises` instead (the site's build "
+                    "binds it to the reference, and a student edition shows the learner's own)",
+                )
 
 
 def _check_guides(root: Path, data: Path, problem) -> None:

@@ -53,6 +53,7 @@ LEFT_OUT = (
     ".ci/",
     "solutions/",
     "autograder/lessons/shipped_answers.json",  # the reference's answers, hidden checks' too
+    "CONTRIBUTING.md",  # the maintainers' recipe: the reference's markers, the repository's tests, `dev` commands
     ".github/workflows/ci.yml",
     ".github/workflows/pages.yml",
     # the site's guides for instructors and maintainers (and the instructors' screenshots): about the reference,

@@ -1,7 +1,12 @@
 """MkDocs hooks of the course site (named in mkdocs.yml under `hooks:`): mkdocs' events, and the set-up they need.
 
 - Puts the repository root and this folder on `sys.path`, so that the pages' Python blocks can import
-  `solutions` and `pagekit`, and this file the other modules of this folder (mkdocs loads it from its path).
+  `exercises` and `pagekit`, and this file the other modules of this folder (mkdocs loads it from its path).
+- A page's code imports what a learner has, `exercises` (`from exercises.engine import Value`), never
+  `solutions`: where the course has the reference, the build binds `exercises` to it (`ReferenceAsExercises`),
+  so the page shows what the finished code prints; a student edition replays those results, and whatever it does
+  run imports the learner's own `exercises/`. `python -m autograder dev check` reports a block that names
+  `solutions`.
 - Reads the build's settings once, at `on_config`: the environment variables `COURSE_SITE_*` and
   `COURSE_EDITION`, into `settings.SiteSettings`, handed to the modules below.
 - Keeps a build's state: mkdocs' config, the committed results (`buildcache.Committed`), the block runner, lesson
@@ -27,6 +32,9 @@ Each idea lives in a module of its own in course/_build/:
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.util
 import json
 import re
 import shutil
@@ -68,17 +76,44 @@ def _forget_imports() -> None:
     an edit of solutions/ or of the registry would not show up until the server is restarted.
     """
     global directives, grader_runs, blocks
-    for name in [n for n in sys.modules if n.split(".")[0] in ("solutions", "autograder", "pagekit", *ROOMS)]:
+    roots = ("solutions", "exercises", "autograder", "pagekit", *ROOMS)
+    for name in [n for n in sys.modules if n.split(".")[0] in roots]:
         del sys.modules[name]
     import blocks
     import directives
     import grader_runs
 
 
+class ReferenceAsExercises(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Binds `exercises` and `exercises.NAME` to the reference's `solutions` and `solutions.NAME` (the same module
+    objects, so a page's `Value` is the one the reference's other modules make), while the site is built where
+    the reference exists. A page's code imports what a learner has; what it prints is what finished code prints."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "exercises" or name.startswith("exercises."):
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module("solutions" + spec.name.removeprefix("exercises"))
+
+    def exec_module(self, module) -> None:
+        pass  # imported already, as `solutions...`
+
+
+def _bind_exercises_to_the_reference() -> None:
+    from autograder.course.regions import has_sources
+
+    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != ReferenceAsExercises.__name__]
+    if has_sources():  # a student edition has no reference: its pages import the learner's own exercises/
+        sys.meta_path.insert(0, ReferenceAsExercises())
+
+
 def on_config(config):
     global _settings, _committed, _config, _runner
     _extend_path()
     _forget_imports()
+    _bind_exercises_to_the_reference()
     directives.check_nav(config)
     _config = config
     _settings = SiteSettings.from_environment()

@@ -1,7 +1,9 @@
 """Helpers for the code that runs on the course pages at build time.
 
-The pages' Python blocks (markdown-exec, `exec="true"`) import the reference
-code from `solutions/` and call `show(...)` to put a figure on the page:
+The pages' Python blocks (markdown-exec, `exec="true"`) import the course's code
+as a learner does, from `exercises` (the site's build binds that name to the
+reference, `solutions/`, where the course has it: `hooks.py`), and call `show(...)`
+to put a figure on the page:
 
 - `show(digraph)` renders a `graphviz.Digraph` (what `draw_dot` returns) to SVG
   with Graphviz's `dot` program when it is installed, and otherwise with the
@@ -22,6 +24,9 @@ variables, so that it follows the light or dark colour scheme, and with ids of
 its own; its accessible description says what it shows (`describe_graph`,
 `describe_plot`). `course.css` scales every figure
 down to the column; `course.js` makes every `.bp-figure` zoom on click.
+
+`reference_source(name)` is the text of a reference file without its task markers (the recap prints the
+engine), or None where the reference does not ship: the only place a page reads `solutions/` by its name.
 """
 
 from __future__ import annotations
@@ -413,3 +418,15 @@ CHAPTERS = {
 def lecture_link(mark: str) -> str:
     hours, minutes, secs = (int(part) for part in mark.split(":"))
     return f"{LECTURE}&t={3600 * hours + 60 * minutes + secs}s"
+
+
+def reference_source(name: str, edition: bool) -> str | None:
+    """The text of the reference's `name.py` without the markers that tell the grader where each task begins and
+    ends, or None in a student edition (`edition`: the block says so, which keys its result by the edition)."""
+    from autograder.course.regions import BEGIN, END, SOLUTIONS, has_sources
+
+    path = SOLUTIONS / f"{name}.py"
+    if edition or not has_sources() or not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if not BEGIN.match(line) and not END.match(line))
