@@ -279,3 +279,15 @@ def test_a_changed_promise_stops_the_export():
     """A page whose promise was reworded is not shipped with the course's wording: the export says what to update."""
     with pytest.raises(RuntimeError, match="no longer says"):
         edition_page("10-nn.md", "The grader runs your classes on the reference engine.")
+
+
+def test_the_editions_readme_shares_the_section_the_courses_readme_marks_for_it():
+    """No slicing at a heading: the README declares, in its own markup, the section both READMEs have."""
+    from autograder.export.edition import readme, shared_readme_section
+
+    course = (REPO / "README.md").read_text()
+    shared = shared_readme_section(course)
+    assert shared.startswith("## Quick start") and "<!--" not in shared
+    assert shared in readme("(its scorecard)")
+    with pytest.raises(RuntimeError, match="marks no section"):
+        shared_readme_section(course.replace("<!-- edition: end -->", ""))

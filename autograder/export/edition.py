@@ -220,11 +220,24 @@ def edition_page(name: str, text: str) -> str:
     return text
 
 
+# the course README's section the edition's README has too, as the README marks it
+SHARED = re.compile(
+    r"<!-- edition: the student edition's README has this section too -->\n(.*?)<!-- edition: end -->", re.S
+)
+
+
+def shared_readme_section(course_readme: str) -> str:
+    """What the course's README marks as the edition's too (its Quick start), between its `<!-- edition: ... -->`
+    comments: the edition's README is written around it."""
+    found = SHARED.search(course_readme)
+    if not found:
+        raise RuntimeError("README.md marks no section for the student edition's README (<!-- edition: ... -->)")
+    return found[1].strip()
+
+
 def readme(fresh_scorecard: str) -> str:
     """The edition's README: how to install, read, grade and explore this edition, and what its grader prints."""
-    course = (REPO / "README.md").read_text()
-    start = course.index("## Quick start")
-    install = course[start : course.index("\n## ", start + 1)].strip()
+    install = shared_readme_section((REPO / "README.md").read_text())
     return f"""# Backprop from scratch: student edition
 
 A self-paced course: build a scalar autograd engine (a `Value` class that does backpropagation), then a small
