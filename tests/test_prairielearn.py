@@ -176,5 +176,8 @@ def test_a_run_that_reaches_its_deadline_is_scored_as_far_as_it_got(course, tmp_
     assert time.monotonic() - start < 120
     assert results["gradable"] is True and 0 < results["score"] < 1
     assert "The grader stopped at its time limit (20 s) before it finished" in results["message"]
-    messages = {t["name"].split()[0]: t["message"] for t in results["tests"]}
-    assert messages["1.1"] == "passed"  # what finished before the deadline is scored
+    tests = {t["name"].split()[0]: t for t in results["tests"]}
+    # what finished before the deadline is scored: 1.1's visible checks (a graded run asks hidden checks last, after
+    # 2.2's visible check that waits)
+    assert 0 < tests["1.1"]["points"] <= tests["1.1"]["max_points"], tests["1.1"]
+    assert tests["1.1"]["message"] in ("passed", "in progress"), tests["1.1"]
