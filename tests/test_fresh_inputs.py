@@ -304,6 +304,12 @@ def test_only_an_answer_is_taken_from_the_reference_worker_anything_else_is_comp
 
         monkeypatch.setattr(grader.workers, "call", lost)
         assert grader.drawn_by_worker(task, neuron, [drawn], {}) == (False, None)
+
+        def cannot_start(*args, **kwargs):
+            raise OSError("no process")
+
+        monkeypatch.setattr(grader.workers, "prepare", cannot_start)  # 9.2's worker is not there yet
+        assert grader.drawn_by_worker(graded("9.2"), neuron, [drawn], {}) == (False, None)
         assert grader.drawn_by_worker(graded("1.1"), neuron, [drawn], {}) == (False, None)  # nothing preloaded
     finally:
         grader.stop_workers()

@@ -95,9 +95,12 @@ class ReferenceAfresh(Learner):
 
         @judging.paused()  # the reference's answer does not depend on the learner's: not the judgement's time
         def answer(drawn_args: list, drawn_kwargs: dict):
+            # a worker's missing answer is computed here: only the reference's own failure makes inputs prove nothing
+            answered, got = self.grader.drawn_by_worker(graded(self.task), fn, drawn_args, drawn_kwargs)
+            if answered:
+                return got
             try:
-                answered, got = self.grader.drawn_by_worker(graded(self.task), fn, drawn_args, drawn_kwargs)
-                return got if answered else to_plain(fn(ReferenceCode(), *drawn_args, **drawn_kwargs))
+                return to_plain(fn(ReferenceCode(), *drawn_args, **drawn_kwargs))
             except Exception:  # noqa: BLE001 - the reference fails on these inputs too: they prove nothing
                 return None
 

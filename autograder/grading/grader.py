@@ -408,13 +408,13 @@ class Grader:
         if not task.preload or self.workers is None or self.workers.start != "fork":
             return False, None  # nothing here to save: the grader imports it once, or a spawned worker would too
         key = f"{task.id} (reference, drawn inputs)"
-        if key not in self.workers.workers or self.workers.ended(key):
-            sources = {m: [read_learner_file(SOLUTIONS, m), f"{m}.py"] for m in task.learner_files}
-            self.workers.prepare(key, self.setup_for(task, sources), task.preload)
-        request = self.run_request(task, fn.__module__, fn.__name__, args, kwargs)
         try:
+            if key not in self.workers.workers or self.workers.ended(key):
+                sources = {m: [read_learner_file(SOLUTIONS, m), f"{m}.py"] for m in task.learner_files}
+                self.workers.prepare(key, self.setup_for(task, sources), task.preload)
+            request = self.run_request(task, fn.__module__, fn.__name__, args, kwargs)
             reply = self.workers.call(key, request, self.timeout + KILL_GRACE)
-        except (pool.WorkerGone, pool.StartFailed):
+        except (pool.WorkerGone, pool.StartFailed, OSError):  # no answer: never "the reference fails there"
             return False, None
         return ("ok" in reply and "error" not in reply), reply.get("ok")
 
