@@ -181,10 +181,8 @@ READERS: dict[str, tuple[Command, ...]] = {
 }
 
 GROUPS = {  # a command of two words is a verb of its group: (what the group's --help says, what its verb names)
-    "export": (
-        "write what a class runs elsewhere (Gradescope, PrairieLearn, nbgrader, an edition, Classroom)",
-        "TARGET",
-    ),
+    # the verbs follow in brackets, those the parser lists: an edition's `export --help` names Classroom's alone
+    "export": ("write what a class runs elsewhere", "TARGET"),
     "run": ("grade one submission inside a platform's container: what an exported bundle runs", "PLATFORM"),
     "dev": (
         "the maintainers' commands: regenerate what is made from the single source, check the course's data",
@@ -246,7 +244,8 @@ def make_parser(edition: bool | None = None) -> argparse.ArgumentParser:
         group, _, verb = command.name.rpartition(" ")
         if group and group not in groups:
             about, metavar = GROUPS[group]
-            sub = top.add_parser(group, description=about)
+            verbs = [c.name.rpartition(" ")[2] for c in commands(edition) if c.name.startswith(group + " ")]
+            sub = top.add_parser(group, description=f"{about} ({', '.join(verbs)})")
             groups[group] = sub.add_subparsers(dest="verb", required=True, metavar=metavar, prog=sub.prog)
             groups[group].listed = []
             top.listed.append(group)

@@ -230,12 +230,23 @@ BREAKS = {
     "a guide that no longer says what the student edition replaces": (
         lambda r: edit(r, "course/guides/grading.md", "so one bug costs points once", "so one bug costs points"),
         "course/guides/grading.md",
-        "which the student edition replaces: update [[edition]] in autograder/course/data/guides/grading.toml",
+        "which the student edition replaces: update [[edition]] in autograder/course/data/pages/guides/grading.toml",
     ),
     "a guide's data without its guide": (
         lambda r: (r / "course/guides/grading.md").unlink(),
-        "autograder/course/data/guides/grading.toml",
-        "there is no guide course/guides/grading.md",
+        "autograder/course/data/pages/guides/grading.toml",
+        "there is no page course/guides/grading.md",
+    ),
+    "a page the student edition ships that names the reference in words it shares": (
+        lambda r: edit(r, "course/03-graph.md", "A correct `trace` does that", "The reference `trace` does that"),
+        "course/03-graph.md",
+        "the student edition shows these words too, and it has no reference: reword them, or give the edition its "
+        "own sentence ([[edition]] in autograder/course/data/03-graph.toml)",
+    ),
+    "the recap naming the reference outside the edition's sentences": (
+        lambda r: edit(r, "course/recap.md", "with a correct `Value`", "with the reference `Value`"),
+        "course/recap.md",
+        "([[edition]] in autograder/course/data/pages/recap.toml): Each row builds one operation with the reference",
     ),
     "a lesson without its page": (
         lambda r: (r / PAGE_04).unlink(),

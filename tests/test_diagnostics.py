@@ -82,7 +82,7 @@ def test_draw_writes_the_learners_graph_with_the_wrong_grads_marked(broken_mul):
 
 
 def test_the_drawing_is_where_the_readme_and_the_message_say_it_is(broken_mul):
-    """Yours above the reference's: in the SVG, in the check's message and in --draw's help (which the learners'
+    """Yours above a correct graph: in the SVG, in the check's message and in --draw's help (which the learners'
     guide prints as it is)."""
     _, tests, drawings = broken_mul
     root = ET.parse(drawings / "test_neuron_through_mul.svg").getroot()
@@ -92,8 +92,8 @@ def test_the_drawing_is_where_the_readme_and_the_message_say_it_is(broken_mul):
             title = " ".join(t.text for t in group.iter(f"{SVG}text"))
             points = group.find(f"{SVG}polygon").get("points").split()
             tops[title.split(":")[0]] = min(float(p.split(",")[1]) for p in points)  # SVG's y grows downwards
-    assert tops["your graph"] < tops["the reference's graph"], tops
-    where = "above the reference's"
+    assert tops["your graph"] < tops["a correct graph"], tops
+    where = "above a correct one"
     assert where in tests["test_neuron_through_mul"]["message"]
     with pytest.raises(GraphsDiffer) as failure:
         expect_same_grads(_report(_neuron, __add__=_doubling_add), _report(_neuron), "the neuron's grads")
@@ -226,7 +226,7 @@ def test_a_wrong_forward_pass_is_named_before_any_grad():
         expect_same_grads(got, want, "the graph")
     assert failure.value.kind == "data"
     assert "the forward pass differs first at c" in failure.value.what
-    assert "c = '*' of a, b, whose data match the reference's" in failure.value.note
+    assert "c = '*' of a, b, whose data are right" in failure.value.note
 
 
 def test_grads_explained_keeps_the_checks_verdict_and_their_message_when_graphs_do_not_line_up():

@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import registry
+from autograder.course.edition_words import MENTIONS_REFERENCE, edition_page
 from autograder.course.regions import parse
-from autograder.export.edition import LEFT_OUT, edition_page
+from autograder.export.edition import LEFT_OUT, readme, shared_readme_section
+from autograder.export.recorded_examples import HOW_EXAMPLES_RUN_IN_EDITION
+from autograder.grading.scorecard import NO_REFERENCE_TO_ASK
 
 from .conftest import REPO, in_edition
 
@@ -124,6 +128,71 @@ def test_the_edition_imports_what_the_learner_has_and_never_names_the_markers(ed
     assert named == sorted(MARKER_READERS)
 
 
+def written_for_the_edition() -> list[str]:
+    """Every sentence written for the student edition, in the words a reader sees: the pages' `[[edition]]` sentences
+    (lessons' and other pages'), the edition's README around the section it shares with the course's, what its
+    notebooks and its scorecard say in place of the course's."""
+    said = [edition for lesson in registry.LESSONS for _, edition in lesson.edition]
+    said += [edition for page in registry.pages() for _, edition in page.edition]
+    course_readme = shared_readme_section((REPO / "README.md").read_text())
+    said += readme("").split(course_readme)
+    return [plain(s) for s in [*said, HOW_EXAMPLES_RUN_IN_EDITION, " ".join(NO_REFERENCE_TO_ASK)] if s.strip()]
+
+
+def plain(text: str) -> str:
+    """Words as a reader sees them, in Markdown or on the site: no code or emphasis marks, links as their text."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return " ".join(re.sub(r"[`*]", "", text).split())
+
+
+def foreign_mentions(text: str, written: list[str]) -> list[str]:
+    """The mentions of the reference in `text` that no sentence of `written` holds: each with two words either side
+    (or four after, at a sentence's start; four before, at its end) must be words of one of them."""
+    text = plain(text)
+    found = []
+    for mention in MENTIONS_REFERENCE.finditer(text):
+        before = text[: mention.start()].split()
+        after = text[mention.start() :].split()
+        windows = [before[-2:] + after[:3], after[:5], before[-4:] + after[:1]]
+        if not any(" ".join(w) in s for w in windows for s in written):
+            found.append(" ".join(before[-6:] + after[:6]))
+    return found
+
+
+def test_the_edition_names_the_reference_only_in_sentences_written_for_it(edition):
+    """What a learner of the edition reads (its pages' Markdown, the built site with what its blocks printed, the
+    notebooks, the README, each check's title, hint and inputs) names the reference only in a sentence written for
+    the edition (`written_for_the_edition`): never in words it shares with the course, which a new page cannot
+    forget, since `dev check` holds the course's pages to the same rule. Python's "reference count" and "reference
+    cycle" (lesson 13) are not the reference."""
+    written = written_for_the_edition()
+    texts = learner_texts(edition)
+    for path in (edition / "autograder" / "lessons").glob("test_*.py"):  # what the scorecard says of each check
+        texts[path.relative_to(edition).as_posix()] = "\n".join(check_words(path.read_text()))
+    assert sum("reference" in t for t in texts.values()) >= 10  # the edition's own sentences say it
+    found = {name: foreign_mentions(text, written) for name, text in texts.items()}
+    assert {name: f for name, f in found.items() if f} == {}
+    assert "reference counting" in plain(texts["site/13-further/index.html"])  # lesson 13's is Python's
+    # the rule finds the course's words where the edition would show them
+    assert foreign_mentions("A later lesson runs your new code on top of the *reference* version of", written)
+    assert not foreign_mentions("This edition has no `reference` code, so", written)
+
+
+def check_words(source: str) -> list[str]:
+    """What the grader shows of a lesson file's checks: every string its check functions and their markers hold
+    (titles, hints, inputs, labels), not its module's or helpers' docstrings, which a maintainer reads."""
+    import ast
+
+    tree = ast.parse(source)
+    checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    return [
+        node.value
+        for check in checks
+        for node in ast.walk(check)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
 def test_the_edition_lists_no_command_that_needs_the_reference(edition):
     """`python -m autograder --help` in the edition lists the learners' commands and the instructors' that work
     without `solutions/`: no maintainers' command, no export (of a bundle, an edition, nbgrader's masters)."""
@@ -134,6 +203,11 @@ def test_the_edition_lists_no_command_that_needs_the_reference(edition):
     assert shown.returncode == 0 and "for learners:" in shown.stdout, shown.stderr
     assert "dev " not in shown.stdout and "export student-edition" not in shown.stdout, shown.stdout
     assert "solutions/" not in shown.stdout and "for maintainers" not in shown.stdout
+    export = subprocess.run(
+        [sys.executable, "-m", "autograder", "export", "--help"], cwd=edition, env=env, capture_output=True, text=True
+    )
+    assert "(classroom)" in export.stdout and "Gradescope" not in export.stdout.replace("\n", " "), export.stdout
+    assert "solutions" not in (edition / "pyproject.toml").read_text()
 
 
 def test_the_edition_is_a_course_of_its_own(edition, python, reference_run, tmp_path):
@@ -208,7 +282,7 @@ def test_the_edition_describes_itself(edition, reference_run):
     line = re.compile(rf"1\.1 +forward_difference +not started +0/{visible}\b")
     readme = (edition / "README.md").read_text()
     assert "--impl solutions" not in readme and "student edition" in readme and line.search(readme)
-    assert "mkdocs serve" in readme
+    assert "mkdocs serve" in readme and "site/" not in readme  # a clone has no site/: .gitignore drops it
     welcome = (edition / "site" / "00-welcome" / "index.html").read_text()
     assert line.search(html.unescape(re.sub(r"<[^>]+>", "", welcome))), "lesson 0 shows another scorecard"
     assert "earliest one to fix" in welcome and not PROMISE.search(" ".join(welcome.split()))  # the edition's page
@@ -264,14 +338,16 @@ def test_the_edition_keeps_the_learners_guide_and_leaves_the_instructors_and_mai
 
 
 def test_the_learners_guide_says_otherwise_as_its_data_says_and_leaves_the_reference_row_out():
-    """The guide's sentences are in `autograder/course/data/guides/grading.toml`; an empty `edition` leaves a table's
-    row out with its line, so the table goes on."""
+    """The guide's sentences are in `autograder/course/data/pages/guides/grading.toml`; an empty `edition` leaves a
+    table's row out with its line, so the table goes on."""
     text = (REPO / "course" / "guides" / "grading.md").read_text()
     edition = edition_page("guides/grading.md", text)
     assert "`pytest autograder --impl solutions`" in text and "`pytest autograder --impl solutions`" not in edition
     assert "| one task | `pytest autograder --task 8.2` |\n| any folder laid out like" in edition
     assert "This edition has no reference code, so the checks of a task" in edition
-    with pytest.raises(RuntimeError, match=r"update \[\[edition\]\] in autograder/course/data/guides/grading\.toml"):
+    with pytest.raises(
+        RuntimeError, match=r"update \[\[edition\]\] in autograder/course/data/pages/guides/grading\.toml"
+    ):
         edition_page("guides/grading.md", text.replace("points once, where it is", "points once"))
 
 

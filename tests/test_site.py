@@ -133,7 +133,7 @@ NUMBERS: dict[int, list[str]] = {
         "limit 10,000, chain of 1,500: fine",
         "limit 10,000, chain of 15,000: RecursionError",
         "recursive search: RecursionError",
-        "reference backward(): fine",
+        "iterative backward(): fine",
         "grad of x0, 100,000 operations back: 1.0",
     ],
     7: [
@@ -769,7 +769,7 @@ def test_lesson_13_output_figure_and_text_quote_one_measurement(visit):
     assert re.search(r"^Python \S+, PyTorch \S+, 1 thread$", text, re.M)
     assert "median time per step, after a warm-up step:" in text
     times = {}
-    for label in ("reference, collector on", "reference, once per step", "PyTorch, tensors"):
+    for label in ("our engine, collector on", "our engine, once per step", "PyTorch, tensors"):
         found = re.search(rf"^\s*{re.escape(label)}:\s+(\S+) s \((\d+) steps\)$", text, re.M)
         assert found, f"no time for {label}"
         times[label], steps = found[1], int(found[2])

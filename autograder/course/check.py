@@ -19,7 +19,8 @@ that disagrees with it, or that the data leaves out:
   (its title the data's), no `<!-- course: task L.N -->` under it (which shows the
   task's spec, stub and hints), a heading or directive of an undeclared task, no
   "your turn" box, a sentence that the student edition replaces (`[[edition]]`)
-  no longer there; the same of a guide's sentences (`data/guides/NAME.toml`);
+  no longer there; the same of another page's sentences (`data/pages/NAME.toml`);
+- the pages the student edition ships: words it shares with the course that name the reference;
 - the pages' code (`course/**/*.md`): a Python block that imports `solutions`. A page's code imports what a
   learner has, `exercises`: the site's build binds it to the reference where the course has one
   (`course/_build/hooks.py`), and a student edition's pages then show the learner's own imports;
@@ -39,7 +40,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import registry, spec
+from autograder.course import edition_words, registry, spec
 from autograder.course.regions import REPO, RegionError, parse
 
 ERROR = re.compile(r"\b(?!NotImplementedError\b)[A-Z][A-Za-z]*Error\b")
@@ -198,7 +199,7 @@ def check_course(root: Path = REPO) -> list[Problem]:
 
     _check_checks(root, lessons, tasks, data_file, problem)
     _check_pages(root, lessons, tasks, problem)
-    _check_guides(root, data, problem)
+    _check_other_pages(root, data, lessons, problem)
     _check_page_code(root, problem)
     _check_docstrings(lessons, solutions, exercises, problem)
     return problems
@@ -334,20 +335,36 @@ def _check_page_code(root: Path, problem) -> None:
                 )
 
 
-def _check_guides(root: Path, data: Path, problem) -> None:
-    """The guides' data (`data/guides/NAME.toml`): each names a guide, which still says what the edition replaces."""
+def _check_other_pages(root: Path, data: Path, lessons, problem) -> None:
+    """The other pages' data (`data/pages/NAME.toml`): each names a page, which still says what the edition replaces;
+    and no page the edition ships names the reference in the words it shares with the course (`edition_words`)."""
     try:
-        guides = registry.guides(data)
+        pages = registry.pages(data)
     except registry.CourseDataError as exc:
         problem(*str(exc).split(": ", 1))
-        return
-    for guide in guides:
-        page = root / guide.page
-        if not page.is_file():
-            problem(root / guide.data, f"there is no guide {guide.page}")
+        pages = ()
+    replaced = {f"{x.slug}.md": (x.edition, f"autograder/course/data/{x.slug}.toml") for x in lessons}
+    for page in pages:
+        path = root / page.page
+        if not path.is_file():
+            problem(root / page.data, f"there is no page {page.page}")
             continue
-        text = page.read_text(encoding="utf-8")
-        _still_says(problem, page, text, guide.edition, guide.data)
+        _still_says(problem, path, path.read_text(encoding="utf-8"), page.edition, page.data)
+        replaced[f"{page.name}.md"] = (page.edition, page.data)
+    for path in sorted((root / "course").rglob("*.md")):
+        name = path.relative_to(root / "course").as_posix()
+        if not edition_words.shipped(name):
+            continue
+        text = path.read_text(encoding="utf-8")
+        sentences, where = replaced.get(name, ((), registry.Page(name.removesuffix(".md")).data))
+        if any(not registry.words(course).search(text) for course, _ in sentences):
+            continue  # said above (or with the lesson's page)
+        for line, words in edition_words.shared_mentions(text, sentences):
+            problem(
+                path,
+                f"line {line}: the student edition shows these words too, and it has no reference: reword them, or "
+                f"give the edition its own sentence ([[edition]] in {where}): {words}",
+            )
 
 
 def _check_docstrings(lessons, solutions: Path, exercises: Path, problem) -> None:

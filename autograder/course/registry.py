@@ -39,9 +39,10 @@ A lesson's file is named after its page (`01-derivatives.toml` for
   (words are compared, not line breaks; `""` leaves the words out, with the
   line break after them: a table's row).
 
-The guides that the student edition ships say such sentences too: theirs are in
-`data/guides/NAME.toml` (for `course/guides/NAME.md`), `[[edition]]` tables only,
-read by `guides()` when the edition is exported or the course checked.
+The site's other pages that the student edition ships (the recap, the learners'
+guide) say such sentences too: theirs are in `data/pages/NAME.toml` (for
+`course/NAME.md`: `data/pages/guides/grading.toml` for the guide), `[[edition]]`
+tables only, read by `pages()` when the edition is exported or the course checked.
 
 Every grading run loads it (once per process), so loading is cheap: about 2 ms
 of CPU more than the tuples this module held before. `build` keeps what
@@ -143,7 +144,7 @@ SLUG_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
 def _fail(path: Path, message: str, up: int = 3):
-    # named from the repository root: a lesson's file is 4 folders down (`up` 3), a guide's 5
+    # named from the repository root: a lesson's file is 4 folders down (`up` 3), an other page's further (`pages()`)
     raise CourseDataError(f"{path.relative_to(path.parents[up]).as_posix()}: {message}")
 
 
@@ -326,32 +327,35 @@ LESSON_OF: dict[str, Lesson] = {t.id: lesson for lesson in LESSONS for t in less
 
 
 @dataclass(frozen=True)
-class Guide:
-    """A page of the site's guides that the student edition ships, and says otherwise where it promises what only
-    the full course does: `data/guides/NAME.toml` for `course/guides/NAME.md`, which holds `[[edition]]` tables only."""
+class Page:
+    """A page of the site, not a lesson's, that the student edition ships and that says otherwise where it promises
+    what only the full course does: `data/pages/NAME.toml` for `course/NAME.md`, which holds `[[edition]]` tables
+    only (NAME may have folders: `guides/grading`)."""
 
-    name: str  # grading
+    name: str  # guides/grading
     edition: tuple[tuple[str, str], ...] = ()
 
     @property
     def page(self) -> str:
-        return f"course/guides/{self.name}.md"
+        return f"course/{self.name}.md"
 
     @property
     def data(self) -> str:
-        return f"autograder/course/data/guides/{self.name}.toml"
+        return f"autograder/course/data/pages/{self.name}.toml"
 
 
-GUIDE_KEYS = {"edition"}
+PAGE_KEYS = {"edition"}
 
 
-def guides(folder: Path = DATA) -> tuple[Guide, ...]:
-    """The guides' data, read when asked (by the student edition's export and `dev check`), not by every run."""
+def pages(folder: Path = DATA) -> tuple[Page, ...]:
+    """The other pages' data, read when asked (by the student edition's export and `dev check`), not by every run."""
     found = []
-    for path in sorted((folder / "guides").glob("*.toml")):
-        data = _parse(path, path.read_text(encoding="utf-8"), up=4)
-        _keys(data, GUIDE_KEYS, path, "a guide's data", up=4)
-        found.append(Guide(path.stem, _edition(data, path, up=4)))
+    for path in sorted((folder / "pages").rglob("*.toml")):
+        up = len(path.relative_to(folder).parts) + 2  # how far the repository is: its error names the file from there
+        data = _parse(path, path.read_text(encoding="utf-8"), up=up)
+        _keys(data, PAGE_KEYS, path, "a page's data", up=up)
+        name = path.relative_to(folder / "pages").with_suffix("").as_posix()
+        found.append(Page(name, _edition(data, path, up=up)))
     return tuple(found)
 
 

@@ -14,8 +14,13 @@ own CI workflow, and:
   stubs, and the reference's fingerprint (the key of the pages' results);
 - builds the site inside the edition, as a learner's `mkdocs serve` does: the
   pages' results are the course's (`course/_build/executed/`), except lesson
-  0's grader runs, which run the edition's own grader, and the recap, which
-  says the reference is not there; the results and the built `site/` ship;
+  0's grader runs, which run the edition's own grader (its failing example's
+  bug planted in the course's reference, `COURSE_SITE_SOLUTIONS`), and the
+  recap, which says the reference is not there; the results and the built
+  `site/` ship;
+- says, on each page, what the edition does where the course's page promises
+  what only the full course can (`course/edition_words.py`, from the data);
+- lists only the packages it has in `pyproject.toml` (no `solutions`);
 - writes its own README, and the learners' GitHub Classroom workflow into
   `.github/workflows/`.
 
@@ -37,7 +42,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.course import registry
+from autograder.course.edition_words import PAGES_LEFT_OUT, edition_page
 from autograder.course.regions import REPO, SOLUTIONS, manifest_entries, solution_files
 from autograder.export import classroom, runs_through
 from autograder.export import stubs as sync
@@ -56,11 +61,7 @@ LEFT_OUT = (
     "CONTRIBUTING.md",  # the maintainers' recipe: the reference's markers, the repository's tests, `dev` commands
     ".github/workflows/ci.yml",
     ".github/workflows/pages.yml",
-    # the site's guides for instructors and maintainers (and the instructors' screenshots): about the reference,
-    # the hidden checks, the graders that use them and the repository's tests, none of which an edition has
-    "course/guides/instructors/",
-    "course/guides/maintainers/",
-    "course/assets/class-report",
+    *PAGES_LEFT_OUT,  # the instructors' and maintainers' guides, and their screenshots
 )
 LEFT_OUT_OF_NAV = ("For instructors", "For maintainers")  # the nav sections of those guides, in mkdocs.yml
 
@@ -117,6 +118,8 @@ def export(out: Path) -> Path:
             target.write_text(without_hidden_tests(source.read_text()))
         elif source == RUNS_THROUGH:
             target.write_text(without_hidden_records(source.read_text()))
+        elif name == "pyproject.toml":
+            target.write_text(edition_pyproject(source.read_text()))
         else:
             shutil.copy2(source, target)
     manifest = {
@@ -164,6 +167,7 @@ def _build_site(out: Path) -> str:
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("COURSE_SITE_")},
             "COURSE_EDITION": str(out),  # lesson 0's grader runs are the edition's; the recap leaves the code out
+            "COURSE_SITE_SOLUTIONS": str(SOLUTIONS),  # lesson 0's deliberate bug is planted in the course's reference
             "COURSE_SITE_RECORD": str(record),
             "PYTHONPATH": str(out),  # the edition's grader and hooks, not this checkout's
             "NO_MKDOCS_2_WARNING": "1",
@@ -205,19 +209,12 @@ def edition_config(text: str) -> str:
     return "".join(kept)
 
 
-def edition_page(name: str, text: str) -> str:
-    """A course page as the edition shows it: where it promises what only the full course does (a bug charged once,
-    where it is, because the reference runs underneath), it says what happens in the edition instead (`[[edition]]`
-    in the lesson's data, or in `data/guides/NAME.toml` for a guide)."""
-    lesson = next((x for x in registry.LESSONS if f"{x.slug}.md" == name), None)
-    guide = None if lesson else next((g for g in registry.guides() if f"guides/{g.name}.md" == name), None)
-    page = lesson or guide
-    for course, edition in page.edition if page else ():
-        pattern = registry.words(course).pattern + ("" if edition else r"[ \t]*\n?")  # a row left out: its line too
-        text, found = re.subn(pattern, lambda _, said=edition: said, text, count=1)
-        if not found:
-            raise RuntimeError(f"course/{name} no longer says {course!r}: update [[edition]] in {page.data}")
-    return text
+def edition_pyproject(text: str) -> str:
+    """pyproject.toml as the edition has it: its packages are the grader and the exercises (no `solutions`)."""
+    packages = '"autograder*", "solutions*", "exercises*"'
+    if packages not in text:
+        raise RuntimeError(f"pyproject.toml no longer lists the packages as [{packages}]: update edition_pyproject")
+    return text.replace(packages, '"autograder*", "exercises*"')
 
 
 # the course README's section the edition's README has too, as the README marks it
@@ -250,7 +247,7 @@ checks; the grade that counts comes from your instructor's grader.
 ## Read
 
 ```bash
-mkdocs serve        # then open http://127.0.0.1:8000 (or open site/index.html, built already)
+mkdocs serve        # then open http://127.0.0.1:8000 (the pages' results ship: it runs none of their code)
 ```
 
 ## Write and grade

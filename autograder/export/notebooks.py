@@ -86,7 +86,7 @@ def learner_notebook(number: int) -> nbformat.NotebookNode:
     draws = any("draw_dot(" in code and "m.draw_dot(" not in code for _, code in examples)
     setup = ["%load_ext autograder.jupyter", "from autograder.jupyter import Lesson"]
     if draws:
-        setup.append("from autograder.jupyter import draw_dot  # the reference's drawing of any Value")
+        setup.append("from autograder.jupyter import draw_dot  # draw_dot(v): a picture of v's graph")
     setup += ["", f"lesson = Lesson({lesson.number})", "lesson"]
     cells = [new_cell("markdown", intro, "intro"), new_cell("code", "\n".join(setup), "setup")]
     for n, (text, code) in enumerate(examples, start=1):

@@ -117,7 +117,7 @@ def graph_diff_dot(failure: GraphsDiffer) -> str:
         "node [fontname=Courier, fontsize=11];",
         "edge [arrowsize=0.7];",
         # dot stacks the clusters of a left-to-right graph last above first: yours on top
-        *_cluster("reference_", "the reference's graph", want, names, first, failure.kind, False),
+        *_cluster("reference_", "a correct graph", want, names, first, failure.kind, False),
         *_cluster("yours_", f"your graph: wrong {what} in red", failure.got["nodes"], names, wrong, failure.kind, True),
         "}",
     ]
@@ -129,7 +129,7 @@ def draw_or_offer(failure: GraphsDiffer, directory: str | None, test_name: str, 
     if directory:
         draw(failure, Path(directory), test_name)
     else:
-        failure.drawing = f"`{command} --draw drawings` draws this graph, yours above the reference's"
+        failure.drawing = f"`{command} --draw drawings` draws this graph, yours above a correct one"
 
 
 def draw(failure: GraphsDiffer, directory: Path, test_name: str) -> None:
@@ -147,7 +147,7 @@ def draw(failure: GraphsDiffer, directory: Path, test_name: str) -> None:
         failure.drawing = f"not drawn ({type(exc).__name__}: {str(exc)[:200]})"
         return
     what = "grads" if failure.kind == "grad" else "data"
-    failure.drawing = f"{_shown(path)} (your graph, wrong {what} in red, above the reference's)"
+    failure.drawing = f"{_shown(path)} (your graph, wrong {what} in red, above a correct one)"
 
 
 def _shown(path: Path) -> str:

@@ -78,8 +78,9 @@ class GradeOptions:
     )
     fresh_inputs: int | None = _option(
         "--fresh-inputs",
-        "a graded run: ask each visible check again on numbers drawn afresh from SEED, against the reference "
-        "(batch and Gradescope draw a seed per submission; the results record it)",
+        "a graded run (the full course's): ask each visible check again on numbers drawn afresh from SEED, "
+        "as the course's solutions answer them (batch and Gradescope draw a seed per submission; the results "
+        "record it)",
         None,
         "SEED",
         type=int,

@@ -62,8 +62,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--draw",
         metavar="DIR",
-        help="when a check finds a wrong grad, draw your graph (wrong grads in red) above the "
-        "reference's as DIR/<test name>.svg",
+        help="when a check finds a wrong grad, draw your graph (wrong grads in red) above a "
+        "correct one as DIR/<test name>.svg",
     )
     group.addoption("--record-reference", metavar="PATH", help=argparse.SUPPRESS)  # the student edition's export
     group.addoption("--ship-answers", metavar="PATH", help=argparse.SUPPRESS)  # `build`: build.ship_answers

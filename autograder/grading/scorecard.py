@@ -222,6 +222,13 @@ def not_run(task: TaskResult) -> list[str]:
     return lines
 
 
+# what a student edition's scorecard says where the course's asks the reference again (it has none to ask)
+NO_REFERENCE_TO_ASK = [
+    "This edition has no reference solution to check the machine with: a red line may be the",
+    "machine's. If a check fails that you believe is right, see: python -m autograder doctor",
+]
+
+
 def machine_lines(tasks: list[TaskResult], self_checked: bool, spawned_because: str) -> list[str]:
     """What the machine did to this run: checks it could not grade, workers spawned instead of forked."""
     out = []
@@ -230,8 +237,7 @@ def machine_lines(tasks: list[TaskResult], self_checked: bool, spawned_because: 
         out.append(f"{void} points could not be graded here: the reference solution fails those checks on this")
         out.append("machine too, so they count neither as earned nor as lost. See: python -m autograder doctor")
     if not self_checked and any(t.status.went_wrong for t in tasks):
-        out.append("This edition has no reference solution to check the machine with: a red line may be the")
-        out.append("machine's. If a check fails that you believe is right, see: python -m autograder doctor")
+        out += NO_REFERENCE_TO_ASK
     if spawned_because:
         out.append(f"Workers were spawned, not forked: {spawned_because}.")
     return out

@@ -58,10 +58,10 @@ def _misaligned(got: Any, want: dict) -> str | None:
         return f"your graph could not be reported ({why})" if why else "your graph could not be reported"
     mine, theirs = got["nodes"], want["nodes"]
     if len(mine) != len(theirs):
-        return f"your graph has {len(mine)} nodes, the reference's {len(theirs)}"
+        return f"your graph has {len(mine)} nodes, a correct one {len(theirs)}"
     for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
         if not isinstance(a, dict) or a.get("children") != b["children"]:
-            return f"node #{i} of your graph is linked differently from the reference's"
+            return f"node #{i} of your graph is linked differently from a correct graph"
     return None
 
 
@@ -245,7 +245,7 @@ def expect_same_grads(
     if why:
         raise CheckFailed(
             what,
-            "a graph shaped like the reference's",
+            "a graph shaped like a correct one",
             why,
             inputs,
             note="the graphs must line up node by node to compare their grads",
@@ -266,7 +266,7 @@ def expect_same_grads(
             note = "a leaf's data differ"
             if kids:
                 note = (
-                    f"{graph.name(first)} = {node['op']!r} of {kids}, whose data match the reference's; "
+                    f"{graph.name(first)} = {node['op']!r} of {kids}, whose data are right; "
                     "the grads are compared once the data agree"
                 )
         else:

@@ -201,7 +201,7 @@ def _expect_one_child(report, text, inputs):
 def _check_headline(learner, reference, ops):
     """The page's numbers (4 decimals) and PyTorch float64 at full precision."""
     g, ga, gb, graph = learner.run(headline, -4.0, 2.0)
-    inputs = f"a = -4, b = 2; {HEADLINE_TEXT}; gradients by the grader's own sweep (your {ops}, reference for the rest)"
+    inputs = f"a = -4, b = 2; {HEADLINE_TEXT}; gradients by the grader's own sweep (your {ops})"
     with grads_explained(graph, reference.run(headline, -4.0, 2.0)[3], "the headline's graph", inputs):
         expect_close(g, 24.7041, "g.data (4 decimals)", inputs, rel=0, abs_tol=5e-5)
         expect_close(ga, 138.8338, "a.grad (4 decimals)", inputs, rel=0, abs_tol=5e-5)
@@ -227,7 +227,7 @@ def _check_headline_seeded(learner, reference, ops, seed):
     graphs = [answer[3] for answer in reference.run(headlines, pairs)]
     answers = learner.run(headlines, pairs)
     for (av, bv), (tg, tga, tgb), (g, ga, gb, graph), want in zip(pairs, expected, answers, graphs, strict=True):
-        inputs = f"a = {av!r}, b = {bv!r}; {HEADLINE_TEXT} (your {ops}, reference for the rest)"
+        inputs = f"a = {av!r}, b = {bv!r}; {HEADLINE_TEXT} (your {ops})"
         with grads_explained(graph, want, "the headline's graph", inputs):
             expect_close(g, tg, "g.data vs PyTorch float64", inputs, rel=1e-6, abs_tol=1e-6)
             expect_close(ga, tga, "a.grad vs PyTorch float64", inputs, rel=1e-6, abs_tol=1e-6)
@@ -237,7 +237,7 @@ def _check_headline_seeded(learner, reference, ops, seed):
 def _check_sanity(learner, reference, ops):
     y, dx, graph = learner.run(sanity, -4.0)
     ty, tdx = reference.compute(torch_values.sanity, -4.0)
-    inputs = f"x = -4; {SANITY_TEXT} (your {ops}, reference for the rest)"
+    inputs = f"x = -4; {SANITY_TEXT} (your {ops})"
     with grads_explained(graph, reference.run(sanity, -4.0)[2], "the sanity expression's graph", inputs):
         expect_equal(y, -20.0, "y.data", inputs)
         expect_equal(dx, 46.0, "x.grad (dy/dx)", inputs)
@@ -256,7 +256,7 @@ def _check_sanity_seeded(learner, reference, ops, seed):
     graphs = [answer[2] for answer in reference.run(sanities, xs)]
     for xv, (y, dx, graph), want in zip(xs, learner.run(sanities, xs), graphs, strict=True):
         ty, tdx = reference.compute(torch_values.sanity, xv)
-        inputs = f"x = {xv!r}; {SANITY_TEXT} (your {ops}, reference for the rest)"
+        inputs = f"x = {xv!r}; {SANITY_TEXT} (your {ops})"
         with grads_explained(graph, want, "the sanity expression's graph", inputs):
             expect_close(y, ty, "y.data vs PyTorch float64", inputs, rel=1e-9)
             expect_close(dx, tdx, "x.grad vs PyTorch float64", inputs, rel=1e-9)
@@ -280,18 +280,18 @@ def _check_two_input_cases(learner, texts, rows, data_rel, grad_rel):
 def _check_decomposed_tanh(learner, reference, ops):
     got = learner.run(neuron, NEURON, "decomposed")
     ref = reference.run(neuron, NEURON, "tanh")
-    inputs = f"{DECOMPOSED_TEXT} (your {ops}, reference for the rest)"
+    inputs = f"{DECOMPOSED_TEXT} (your {ops})"
     want = reference.run(neuron, NEURON, "decomposed")["graph"]  # the same graph, all reference
     with grads_explained(got["graph"], want, "the decomposed neuron's graph", inputs):
         expect_close(got["o"], 1 / math.sqrt(2), "o.data", inputs, rel=1e-9)
-        expect_close(got["o"], ref["o"], "o.data vs the reference tanh", inputs, rel=1e-9)
+        expect_close(got["o"], ref["o"], "o.data vs a correct tanh", inputs, rel=1e-9)
         hand = dict(x1=-1.5, x2=0.5, w1=1.0, w2=0.0, b=0.5)
         for name in NEURON:
             expect_close(got["grads"][name], hand[name], f"{name}.grad", inputs, rel=1e-6, abs_tol=1e-9)
             expect_close(
                 got["grads"][name],
                 ref["grads"][name],
-                f"{name}.grad vs the reference tanh",
+                f"{name}.grad vs a correct tanh",
                 inputs,
                 rel=1e-9,
                 abs_tol=1e-12,
@@ -366,7 +366,7 @@ def test_radd_rmul_backward(learner):
     "8.1", points=2, hint="The headline uses 1 + c, 3*d and 10.0 / f (= 10.0 * f**-1): all need __radd__/__rmul__."
 )
 def test_headline_with_radd_rmul(learner, reference):
-    """the headline expression with your __radd__/__rmul__ (and the reference for the rest)"""
+    """the headline expression with your __radd__/__rmul__"""
     _check_headline(learner, reference, "__radd__/__rmul__")
 
 
@@ -470,7 +470,7 @@ def test_pow_refuses_non_number_exponent(learner):
 
 @pytest.mark.task("8.2", points=2, hint="The headline uses b**3, e**2 and, through division, f**-1.")
 def test_headline_with_pow(learner, reference):
-    """the headline expression with your __pow__ (and the reference for the rest)"""
+    """the headline expression with your __pow__"""
     _check_headline(learner, reference, "__pow__")
 
 
@@ -552,7 +552,7 @@ def test_neg_sub_rsub_backward(learner):
 
 @pytest.mark.task("8.3", points=2, hint="The headline uses -a, b - a and c - d.")
 def test_headline_with_sub(learner, reference):
-    """the headline expression with your __neg__/__sub__/__rsub__ (and the reference for the rest)"""
+    """the headline expression with your __neg__/__sub__/__rsub__"""
     _check_headline(learner, reference, "__neg__/__sub__/__rsub__")
 
 
@@ -601,13 +601,13 @@ def test_div_backward(learner):
 
 @pytest.mark.task("8.4", points=2, hint="The headline uses f / 2.0 and 10.0 / f.")
 def test_headline_with_div(learner, reference):
-    """the headline expression with your __truediv__/__rtruediv__ (and the reference for the rest)"""
+    """the headline expression with your __truediv__/__rtruediv__"""
     _check_headline(learner, reference, "__truediv__/__rtruediv__")
 
 
 @pytest.mark.task("8.4", points=2, hint="(e - 1)/(e + 1) needs __truediv__ with a Value on both sides.")
 def test_decomposed_tanh_with_div(learner, reference):
-    """tanh as (e - 1)/(e + 1) with your division matches the reference tanh on the lesson-5 neuron"""
+    """tanh as (e - 1)/(e + 1) with your division matches a correct tanh on the lesson-5 neuron"""
     _check_decomposed_tanh(learner, reference, "__truediv__")
 
 
@@ -677,7 +677,7 @@ def test_exp_backward_accumulates(learner):
 
 @pytest.mark.task("8.5", points=2, hint="(2*n).exp() must be linked to n so the gradient reaches the neuron's leaves.")
 def test_decomposed_tanh_with_exp(learner, reference):
-    """tanh as (e - 1)/(e + 1) with your exp matches the reference tanh on the lesson-5 neuron"""
+    """tanh as (e - 1)/(e + 1) with your exp matches a correct tanh on the lesson-5 neuron"""
     _check_decomposed_tanh(learner, reference, "exp")
 
 
@@ -751,7 +751,7 @@ def test_relu_backward_accumulates(learner):
 
 @pytest.mark.task("8.6", points=2, hint="The headline uses (b + a).relu() and (b - a).relu().")
 def test_headline_with_relu(learner, reference):
-    """the headline expression with your relu (and the reference for the rest)"""
+    """the headline expression with your relu"""
     _check_headline(learner, reference, "relu")
 
 

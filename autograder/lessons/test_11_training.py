@@ -233,7 +233,7 @@ def _check_history(learner, reference, seed, xs, ys, steps, lr, inputs, stale_gr
     "11.3", points=3, hint="Each step: predictions, loss, zero_grad, backward, sgd_step; record loss.data."
 )
 def test_train_matches_reference_run(learner, reference):
-    """the loss history of the lesson's run matches the reference step by step"""
+    """the loss history of the lesson's run matches a correct run step by step"""
     _check_history(learner, reference, 1337, XS, YS, 20, 0.05, f"{LESSON_RUN}, steps = 20, learning_rate = 0.05")
 
 

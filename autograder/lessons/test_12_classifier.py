@@ -441,7 +441,7 @@ def _check_run(
     "12.4", points=2, hint="Run train_step once per step on all the examples; record its (loss, accuracy) in a list."
 )
 def test_train_classifier_matches_reference_run(learner, reference):
-    """a short full-batch run matches the reference step by step"""
+    """a short full-batch run matches a correct run step by step"""
     _check_run(learner, reference, 12, 7, 21, 6)
 
 
@@ -554,7 +554,7 @@ def _check_held_out(learner, data_seed, model_seed, n=16, steps=20, n_test=200, 
         f">= {at_least}",
         f"{right / n_test} ({right} of {n_test} points)",
         inputs,
-        note="the reference's run classifies about 90% of them right",
+        note="a correct run classifies about 90% of them right",
     )
 
 
@@ -777,10 +777,10 @@ def test_whole_engine_sanity(learner, reference):
 
 
 @pytest.mark.task(
-    "12.5", points=2, hint="A short training run on your engine and your MLP must follow the reference's."
+    "12.5", points=2, hint="A short training run on your engine and your MLP must follow a correct run's, step by step."
 )
 def test_whole_engine_trains_the_classifier(learner, reference):
-    """your engine, whole: a short two-moons training follows the reference step by step and learns"""
+    """your engine, whole: a short two-moons training follows a correct run step by step and learns"""
     X, y = _moons(16, 0.1, 1205)
     inputs = "16 two-moons points (noise 0.1), MLP(2, [8, 8, 1]) seeded 7, 10 steps of hinge + L2 at a decaying rate"
     got = learner.run(whole_training, X, y, 7, 10)

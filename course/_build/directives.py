@@ -122,7 +122,7 @@ def _task(task_id: str) -> str:
     if task.runs_whole:  # a capstone: no stub of its own
         files = " and ".join(f"`exercises/{name}.py`" for name in task.runs_whole)
         return (
-            f"Nothing new to write: this task runs your own {files} together, with no reference underneath, "
+            f"Nothing new to write: this task runs your own {files} together, and nothing else, "
             "once every task whose code they hold passes in the same run.\n\n"
             f"Grade it with the rest: `pytest autograder` (or alone: `pytest autograder --task {task.id}`)\n\n"
             f"{_hints(task_id)}"
@@ -252,7 +252,7 @@ def expand(name: str, arg: str | None, config=None, runs: dict | None = None, pa
         hint = r"^( +hint: +).*(?:\n {12,}\S.*)*$"
         demo = grader_runs.demo()
         out = re.sub(hint, rf"\1[left out here: it would give task {demo.id} away]", out, flags=re.M)
-        buggy = grader_runs.buggy_function()
+        buggy = run.shown_code(page)
         return (
             f'```python title="exercises/{module_of(demo.id)}.py, task {demo.id}, with a bug"\n{buggy}'
             f"\n```\n\nGrading lesson {demo.lesson} then prints:\n\n" + _output_block(out, f"$ {run.command}")

@@ -68,8 +68,11 @@ def graded_course(settings: SiteSettings) -> Path:
     return Path(named) if named and Path(named).is_dir() else REPO
 
 
-def _fresh_clone(root: Path, settings: SiteSettings, solved: frozenset[str] = frozenset()) -> Path:
-    """Copy what grading needs into `root`, with exercises/ generated from solutions/ as in a fresh clone."""
+def _fresh_clone(
+    root: Path, settings: SiteSettings, solved: frozenset[str] = frozenset(), solutions: Path | None = None
+) -> Path:
+    """Copy what grading needs into `root`, with exercises/ generated from solutions/ as in a fresh clone (the
+    `solved` tasks' code kept, from `solutions`)."""
     from autograder.export import stubs as sync
 
     course = graded_course(settings)
@@ -78,7 +81,8 @@ def _fresh_clone(root: Path, settings: SiteSettings, solved: frozenset[str] = fr
             shutil.copytree(course / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy2(course / "pyproject.toml", root / "pyproject.toml")
     (root / "exercises").mkdir()
-    for name, text in sync.expected_files(keep=solved).items():
+    files = sync.expected_files(solutions, keep=solved) if solved else sync.expected_files()
+    for name, text in files.items():
         (root / "exercises" / name).write_text(text)
     return root
 
@@ -100,8 +104,10 @@ class GraderRun:
         committed: buildcache.Committed,
         solved=frozenset(),
         bug: tuple[str, str] | None = None,
+        solutions: Path | None = None,
     ):
         self.settings = settings
+        self.solutions = solutions  # where `solved` tasks' code comes from (`solutions_of`)
         self.committed_results = committed
         self.key = buildcache.sha("grader run", name, _grader_run_inputs())
         self.local = buildcache.sha(buildcache.machine(), self.key, grader_digest(settings))
@@ -125,7 +131,7 @@ class GraderRun:
 
     def _grade(self, args, solved, bug) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            root = _fresh_clone(Path(tmp), self.settings, solved)
+            root = _fresh_clone(Path(tmp), self.settings, solved, self.solutions)
             if bug:
                 name, right, wrong = bug
                 path = root / "exercises" / name
@@ -161,22 +167,44 @@ class GraderRun:
         self.committed_results.use(page, {"key": self.key, "grader run": self.command, "output": self.result})
         return self.result
 
+    def shown_code(self, page: str) -> str:
+        """The deliberate bug's function, as the page shows it above the run: kept with the run, so that an edition
+        (which has no reference to take it from) shows it too."""
+        key, code = self.code
+        self.committed_results.use(page, {"key": key, "code of": "the deliberate bug", "output": code})
+        return code
+
+
+def solutions_of(settings: SiteSettings) -> Path | None:
+    """The reference to plant lesson 0's bug in: the course's own, or the one the settings name (the course's, when
+    `export student-edition` builds an edition's site); None in an edition's own build, which shows what its
+    export kept."""
+    for folder in (REPO / "solutions", Path(settings.solutions) if settings.solutions else None):
+        if folder and has_sources(folder):
+            return folder
+    return None
+
 
 def start(settings: SiteSettings, committed: buildcache.Committed) -> dict[str, GraderRun]:
     """Lesson 0's grader runs, by the directive that shows each: started now unless kept."""
     runs = {"scorecard": GraderRun("fresh", [], settings, committed)}
-    if has_sources():  # a student edition has no solution sources to plant the bug in
+    solutions = solutions_of(settings)
+    code = buildcache.sha("the deliberate bug's code", _grader_run_inputs())
+    if solutions or (committed.get(code) and not settings.recording):
         bugged = demo()
         solved = frozenset(t.id for t in registry.lesson(bugged.lesson).tasks)
         bug = (f"{module_of(bugged.id)}.py", *bugged.demo_bug)
-        runs["scorecard-failure"] = GraderRun("bug", ["--lesson", str(bugged.lesson)], settings, committed, solved, bug)
+        args = ["--lesson", str(bugged.lesson)]
+        run = GraderRun("bug", args, settings, committed, solved, bug, solutions)
+        run.code = (code, buggy_function(solutions) if solutions else committed.get(code))
+        runs["scorecard-failure"] = run
     return runs
 
 
-def buggy_function() -> str:
+def buggy_function(solutions: Path) -> str:
     """The function of the deliberate bug, as the grader saw it."""
     bugged = demo()
-    text = (REPO / "solutions" / f"{module_of(bugged.id)}.py").read_text()
+    text = (solutions / f"{module_of(bugged.id)}.py").read_text()
     text = "\n".join(line for line in text.splitlines() if "### " not in line).replace(*bugged.demo_bug)
     node = next(n for n in ast.parse(text).body if getattr(n, "name", "") == bugged.owners[0])
     return ast.get_source_segment(text, node)

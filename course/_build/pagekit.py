@@ -25,7 +25,7 @@ its own; its accessible description says what it shows (`describe_graph`,
 `describe_plot`). `course.css` scales every figure
 down to the column; `course.js` makes every `.bp-figure` zoom on click.
 
-`reference_source(name)` is the text of a reference file without its task markers (the recap prints the
+`solution_source(name)` is the text of a reference file without its task markers (the recap prints the
 engine), or None where the reference does not ship: the only place a page reads `solutions/` by its name.
 """
 
@@ -420,7 +420,7 @@ def lecture_link(mark: str) -> str:
     return f"{LECTURE}&t={3600 * hours + 60 * minutes + secs}s"
 
 
-def reference_source(name: str, edition: bool) -> str | None:
+def solution_source(name: str, edition: bool) -> str | None:
     """The text of the reference's `name.py` without the markers that tell the grader where each task begins and
     ends, or None in a student edition (`edition`: the block says so, which keys its result by the edition)."""
     from autograder.course.regions import BEGIN, END, SOLUTIONS, has_sources

@@ -44,6 +44,11 @@ class SiteSettings:
     lesson 0's grader runs take that edition's grader, and a block that names `COURSE_EDITION` (the recap) has
     its own committed result. The pages' blocks read the variable themselves."""
 
+    solutions: str = ""
+    """`COURSE_SITE_SOLUTIONS=FOLDER`: the reference to plant lesson 0's deliberate bug in where the course has none
+    of its own: `export student-edition` builds the edition's site with the course's `solutions/`, so that the
+    edition's lesson 0 shows its own grader's answer to that bug (kept with the pages' results it ships)."""
+
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> SiteSettings:
         environ = os.environ if environ is None else environ
@@ -53,6 +58,7 @@ class SiteSettings:
             check=_flag(environ, "COURSE_SITE_CHECK"),
             record=environ.get("COURSE_SITE_RECORD", ""),
             edition=environ.get("COURSE_EDITION", ""),
+            solutions=environ.get("COURSE_SITE_SOLUTIONS", ""),
         )
 
     @property
