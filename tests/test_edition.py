@@ -173,6 +173,8 @@ def test_the_edition_names_the_reference_only_in_sentences_written_for_it(editio
     found = {name: foreign_mentions(text, written) for name, text in texts.items()}
     assert {name: f for name, f in found.items() if f} == {}
     assert "reference counting" in plain(texts["site/13-further/index.html"])  # lesson 13's is Python's
+    site = {name: text for name, text in texts.items() if name.startswith("site/")}
+    assert not [name for name, text in site.items() if re.search(r"\bsolutions/|--impl solutions", text)]
     # the rule finds the course's words where the edition would show them
     assert foreign_mentions("A later lesson runs your new code on top of the *reference* version of", written)
     assert not foreign_mentions("This edition has no `reference` code, so", written)

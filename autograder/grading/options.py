@@ -40,7 +40,7 @@ class GradeOptions:
 
     impl: str = _option(
         "--impl",
-        "what to grade: 'exercises' (default), 'solutions', or a folder laid out like exercises/",
+        "what to grade: 'exercises' (default), or any folder laid out like it",
         "exercises",
         "FOLDER",
     )
