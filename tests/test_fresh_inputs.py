@@ -25,6 +25,30 @@ from .conftest import grade
 # --- the pieces ------------------------------------------------------------------------------------------------------
 
 
+def test_the_second_look_at_the_100k_chain_asks_a_smaller_one_still_far_past_the_recursion_limit():
+    """Both sides compute a graded run's drawn chain: at 100,000 nodes, a second of CPU for what 10,000 proves."""
+    from autograder.lessons import test_06_backward as lesson
+
+    class Asked(Exception):
+        pass
+
+    class Look:
+        def __init__(self, afresh):
+            self.afresh, self.asked = afresh, []
+
+        def run(self, fn, *args, **kwargs):
+            self.asked.append(args)
+            raise Asked
+
+    for afresh, length in ((False, lesson.CHAIN), (True, lesson.DRAWN_CHAIN)):
+        look = Look(afresh)
+        with pytest.raises(Asked):
+            lesson.test_chain_100k(look)
+        assert look.asked == [(["chain", length], lesson.DEFAULT_RECURSION_LIMIT)]
+    assert lesson.DRAWN_CHAIN * fresh_inputs.SCALE[0] >= 8 * lesson.DEFAULT_RECURSION_LIMIT
+    assert lesson.DRAWN_CHAIN <= lesson.CHAIN // 10
+
+
 def test_floats_and_sizes_are_drawn_afresh_each_within_its_scale():
     rng = random.Random(1)
     value = [3.0, 2, True, "h", {"h": 1e-6, "n": 4}, (0.0, -0.5), [[2.0, {}]], 0, 1, -100_000]

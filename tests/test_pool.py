@@ -17,6 +17,7 @@ import time
 import pytest
 
 from autograder.grading import budget, handle, launchers, pool, verdicts
+from autograder.grading.tasks import graded
 from autograder.worker import main as worker_main
 from autograder.worker import wire
 
@@ -349,6 +350,29 @@ def test_the_zygote_is_single_threaded_after_its_real_preload():
         assert backward_in_a_worker(workers)["ok"] == [2.0, 2.0]  # its preload is done: it has forked
         zygote = workers._zygotes.get(("torch",))
         assert len(os.listdir(f"/proc/{zygote.process.pid}/task")) == 1
+        assert workers.start == "fork" and not workers.spawned_because
+    finally:
+        workers.close()
+
+
+NUMPY_PROBE = """
+def probe(impl):
+    import sys
+    return "numpy" in sys.modules
+"""
+
+
+@pytest.mark.skipif(pool.start_method() != "fork", reason="workers fork on Linux only")
+def test_lesson_14s_workers_fork_with_numpy_imported_once_by_their_zygote():
+    """tensor.py imports numpy: each of lesson 14's workers importing it again cost a run ~0.4 s of CPU."""
+    preload = graded("14.1").preload
+    assert preload == ("numpy",)
+    workers = pool.Pool("processes", 0, [], "fork")
+    try:
+        workers.prepare("14.1", {**SETUP, "task": "14.1", "learner": {}, "reference": None, "scenarios": {}}, preload)
+        request = {"op": "run", "file": "probe", "name": "probe", "args": [], "kwargs": {}, "source": NUMPY_PROBE}
+        assert workers.call("14.1", {**request, "timeout": 30}, 31)["ok"] is True  # before any learner code
+        assert len(os.listdir(f"/proc/{workers._zygotes.get(preload).process.pid}/task")) == 1
         assert workers.start == "fork" and not workers.spawned_because
     finally:
         workers.close()

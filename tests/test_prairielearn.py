@@ -4,6 +4,7 @@ results in results/results.json), with a Python that holds only what the grading
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -107,6 +108,19 @@ def test_the_course_folder_holds_the_grader_the_image_and_a_question(course):
     assert "<pl-external-grader-results>" in html
     requirements = (course / "grading-image" / submissions.REQUIREMENTS).read_text().split()
     assert "torch==2.13.0" in requirements and not any("jupyter" in r or "mkdocs" in r for r in requirements)
+
+
+def test_the_grader_ships_its_bytecode_checked_by_its_sources_hash(course):
+    """Each job's container gets the grader afresh: without bytecode, each of its processes compiles it again."""
+    source = course / "serverFilesCourse" / prairielearn.FOLDER / "source"
+    modules = sorted((source / "autograder").rglob("*.py")) + sorted((source / "solutions").glob("*.py"))
+    assert len(modules) > 50
+    for module in modules:
+        pyc = Path(importlib.util.cache_from_source(str(module)))
+        header = pyc.read_bytes()[:16]
+        assert header[:4] == importlib.util.MAGIC_NUMBER, module  # this Python's own
+        assert int.from_bytes(header[4:8], "little") == 0b11, module  # hash-based and checked: any copy's times
+        assert header[8:16] == importlib.util.source_hash(module.read_bytes()), module
 
 
 @pytest.mark.parametrize(

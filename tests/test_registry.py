@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -35,6 +36,20 @@ def test_every_task_has_tests_with_points_and_hints(reference_run):
         assert mine, f"task {task_id} has no test"
         assert all(r["points"] > 0 and r["hint"] for r in mine)
         assert any(r["hidden"] for r in mine), f"task {task_id} has no hidden (seeded) check"
+
+
+def test_the_grading_tests_judge_with_the_kit_never_a_bare_assert():
+    """A graded run loads them without pytest's assertion rewriting (`runner.grade`): a bare `assert` there would
+    fail with no inputs, expected or actual value to show."""
+    folder = REPO / "autograder"
+    plugins = [
+        folder / "grading" / "plugin.py",
+        folder / "grading" / "tasknodes.py",
+        folder / "export" / "gradescope.py",
+    ]
+    for path in [*sorted((folder / "lessons").glob("*.py")), folder / "conftest.py", *plugins]:
+        asserts = [n.lineno for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Assert)]
+        assert not asserts, f"{path.relative_to(REPO)}: assert on line {asserts[0]}: use the kit's expect()"
 
 
 def test_a_test_without_a_task_marker_is_refused(tmp_path):

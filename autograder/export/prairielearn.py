@@ -11,7 +11,7 @@ and does not show, for the class report (`export/class_report.py`).
 `python -m autograder export prairielearn --out DIR` writes, for an instructor to copy
 into their course repository:
 
-- `DIR/serverFilesCourse/backprop/`: the grader, with its entrypoint `run.sh`
+- `DIR/serverFilesCourse/backprop/`: the grader and its bytecode, with its entrypoint `run.sh`
   (`python3 -m autograder run prairielearn --root /grade`);
 - `DIR/grading-image/`: the `Dockerfile` of the grading image (a slim Python
   with torch's CPU build, pytest, numpy and graphviz: the `grading` extra) and
@@ -25,7 +25,9 @@ PrairieLearn does not count the attempt.
 
 from __future__ import annotations
 
+import compileall
 import json
+import py_compile
 import shutil
 import uuid
 from pathlib import Path
@@ -81,6 +83,7 @@ def build_bundle(out: Path) -> Path:
         if folder.exists():
             shutil.rmtree(folder)
     submissions.copy_grader(bundle / "source")
+    compile_bytecode(bundle / "source")
     run = bundle / "run.sh"
     run.write_text(RUN_SH)
     run.chmod(0o755)
@@ -93,6 +96,17 @@ def build_bundle(out: Path) -> Path:
     (question / "info.json").write_text(json.dumps(question_info(), indent=2) + "\n")
     (question / "question.html").write_text(question_html())
     return bundle
+
+
+def compile_bytecode(source: Path) -> None:
+    """The grader's bytecode, shipped beside its sources: `serverFilesCourse` comes afresh with every job (and may be
+    read-only), so without it each job's processes compile the whole grader again, a second or so of CPU.
+
+    Hash-checked (`CHECKED_HASH`): a copy whose times change (a git checkout) still uses it, and an edited source
+    is compiled anew. Compiled by this Python; the image's own, if another version, ignores it (Dockerfile: 3.11).
+    """
+    mode = py_compile.PycInvalidationMode.CHECKED_HASH
+    compileall.compile_dir(source, quiet=1, invalidation_mode=mode, workers=1)
 
 
 def question_info() -> dict:

@@ -281,7 +281,7 @@ def _save_progress(grader: Grader, final: bool = True) -> None:
     path = grader.options.results_file
     now = time.monotonic()
     if path and (final or now - grader.saved_at >= SAVE_EVERY):
-        scorecard.write_json(Path(path), grader.results.to_json())
+        scorecard.write_json(Path(path), grader.results.to_json(), indent=2 if final else None)
         grader.saved_at = time.monotonic()
 
 

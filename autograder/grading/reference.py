@@ -77,9 +77,14 @@ class Reference:
         For expected values that need a heavy library (`kit.torch_values`): once
         they are known, a run never imports it.
         """
-        cached = f"{hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]}:{answer_key(fn, args, {})}"
+        cached = f"{source_digest(fn)}:{answer_key(fn, args, {})}"
         with judging.paused():
             return self.grader.answer(cached, lambda: fn(*args))
+
+
+@cache  # `inspect.getsource` tokenizes the whole file: once per function and run, not once per expected value
+def source_digest(fn) -> str:
+    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]
 
 
 def answer_key(fn, args: tuple, kwargs: dict) -> str:

@@ -351,11 +351,15 @@ def explaining(r: TestResult, max_lines: int = 8) -> list[str]:
     return lines
 
 
-def write_json(path: Path, data: dict) -> None:
-    """`data` into `path` as JSON, whole or not at all (`caches.write_whole`), readable by others."""
+def write_json(path: Path, data: dict, indent: int | None = 2) -> None:
+    """`data` into `path` as JSON, whole or not at all (`caches.write_whole`), readable by others.
+
+    `indent=None`: on one line, for a file only programs read while it grows (`plugin._save_progress`): Python
+    encodes that at C speed, and indented JSON with its pure-Python encoder, several times slower.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     # a lone surrogate, whatever let it through, is written escaped: the results are always written
-    text = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+    text = (json.dumps(data, indent=indent, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
     caches.write_whole(path, text, mode=0o644)
 
 

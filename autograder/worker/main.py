@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import faulthandler
 import gc
+import importlib
 import io
 import json
 import math
@@ -364,6 +365,12 @@ def _preload(names: list[str], warm: bool = True) -> None:
         torch.set_num_interop_threads(1)
         if warm:
             import torch.fx.experimental.symbolic_shapes  # noqa: F401 - what the first backward pass imports
+    for name in names:  # the others (numpy, for lesson 14): imported once by a zygote, not by each of its workers
+        if name != "torch":
+            try:
+                importlib.import_module(name)
+            except ImportError:  # as with torch: the learner's import says so, as the reference's would
+                pass
 
 
 def spawned(sock: socket.socket) -> None:
@@ -385,4 +392,5 @@ def main(argv: list[str]) -> None:
         sock.sendall(token.encode() + b"\n")
         spawned(sock)
     else:
-        raise SystemExit(f"usage: python -m autograder.worker zygote FD [torch] | spawn FD | connect PORT ({how}?)")
+        usage = "python -m autograder.worker zygote FD [MODULE...] | spawn FD | connect PORT"
+        raise SystemExit(f"usage: {usage} ({how}?)")

@@ -24,7 +24,7 @@ a cgroup's CPU accounting where the benchmark may make one, as root; else only w
 
 - the floor again, on that core;
 - a graded run of the reference from a fresh PrairieLearn bundle, as a platform's container starts it: `python -m
-  autograder run prairielearn` in a new copy of the grader (no bytecode of the course's files, nothing in the
+  autograder run prairielearn` in a new copy of the grader (the bytecode its export compiles, nothing in the
   grader's cache folders), the reference's files as the submission; at the machine's best level;
 - the same with `--isolation user` in place of `run prairielearn` (`pytest autograder --fresh-inputs 1` in the fresh
   bundle: the level Gradescope and PrairieLearn run at), where this machine has it;
