@@ -261,9 +261,8 @@ class Lesson:
             shown["Reference"], kind = (recorded["printed"], recorded["shown"]), recorded["kind"]
         if len(shown) == 2:  # when yours raised, the message above already says why
             where = difference(shown["Yours"], shown["Reference"], kind)
-            display(
-                Markdown("✓ *Yours matches the reference.*" if where is None else f"✗ **Where yours differs:** {where}")
-            )
+            same = MATCHES_RECORDED if edition else "✓ *Yours matches the reference.*"
+            display(Markdown(same if where is None else f"✗ **Where yours differs:** {where}"))
         return example
 
     def grade(self) -> None:
@@ -273,6 +272,9 @@ class Lesson:
         with tempfile.TemporaryDirectory() as tmp:
             print(text(run_grader(self.root, self.lesson.number, Path(tmp) / "results.json")))
 
+
+# a student edition's verdict: what it compares with is the reference's answer as recorded, not code it has
+MATCHES_RECORDED = "✓ *Yours matches the reference's answer recorded for this edition.*"
 
 PICTURES = {
     "Digraph": "The reference's drawing",
