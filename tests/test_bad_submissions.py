@@ -1503,7 +1503,8 @@ def test_a_grader_killed_from_outside_leaves_no_process_and_no_cgroup(tmp_path):
     left = _ended_graders_cgroups() - before
     assert any(f"autograder-{grader.pid}" in path for path in left), left
     isolation.remove_cgroup(isolation.memory_cgroup())  # the next grader's first step
-    assert not _ended_graders_cgroups() - before
+    # the killed grader's are gone (another grader of the machine may be ending beside this test: not its to judge)
+    assert not [path for path in _ended_graders_cgroups() if f"autograder-{grader.pid}" in path]
 
 
 # --- judgements over the learner's data: each under a limit, and text read in linear time ---------------------------
