@@ -343,27 +343,25 @@ def _check_other_pages(root: Path, data: Path, lessons, problem) -> None:
     except registry.CourseDataError as exc:
         problem(*str(exc).split(": ", 1))
         pages = ()
-    replaced = {f"{x.slug}.md": (x.edition, f"autograder/course/data/{x.slug}.toml") for x in lessons}
     for page in pages:
         path = root / page.page
         if not path.is_file():
             problem(root / page.data, f"there is no page {page.page}")
             continue
         _still_says(problem, path, path.read_text(encoding="utf-8"), page.edition, page.data)
-        replaced[f"{page.name}.md"] = (page.edition, page.data)
     for path in sorted((root / "course").rglob("*.md")):
         name = path.relative_to(root / "course").as_posix()
         if not edition_words.shipped(name):
             continue
         text = path.read_text(encoding="utf-8")
-        sentences, where = replaced.get(name, ((), registry.Page(name.removesuffix(".md")).data))
-        if any(not registry.words(course).search(text) for course, _ in sentences):
+        data = edition_words.page_data(name, lessons, pages)
+        if any(not registry.words(course).search(text) for course, _ in data.edition):
             continue  # said above (or with the lesson's page)
-        for line, words in edition_words.shared_mentions(text, sentences):
+        for line, words in edition_words.shared_mentions(text, data.edition):
             problem(
                 path,
                 f"line {line}: the student edition shows these words too, and it has no reference: reword them, or "
-                f"give the edition its own sentence ([[edition]] in {where}): {words}",
+                f"give the edition its own sentence ([[edition]] in {data.data}): {words}",
             )
 
 

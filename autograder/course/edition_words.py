@@ -24,26 +24,22 @@ PAGES_LEFT_OUT = ("course/guides/instructors/", "course/guides/maintainers/", "c
 MENTIONS_REFERENCE = re.compile(r"\breference(?![\s*]+(?:count|cycle))", re.I)
 
 
-def sentences(name: str) -> tuple[tuple[str, str], ...]:
-    """The (course, edition) sentences of the page `course/NAME` (`12-classifier.md`, `guides/grading.md`)."""
-    lesson = next((x for x in registry.LESSONS if f"{x.slug}.md" == name), None)
+def page_data(name: str, lessons=None, pages=None) -> registry.Lesson | registry.Page:
+    """What the data says of the page `course/NAME` (`12-classifier.md`, `guides/grading.md`): its lesson's or its
+    page's (`.edition`, the sentences; `.data`, their file), or a page with none yet, naming the file they go in.
+    `lessons` and `pages` default to the course's own (`dev check` passes those of the copy it checks)."""
+    lessons = registry.LESSONS if lessons is None else lessons
+    lesson = next((x for x in lessons if f"{x.slug}.md" == name), None)
     if lesson:
-        return lesson.edition
-    page = next((p for p in registry.pages() if f"{p.name}.md" == name), None)
-    return page.edition if page else ()
-
-
-def data_of(name: str) -> str:
-    """The data file that holds the page's `[[edition]]` sentences, or would."""
-    lesson = next((x for x in registry.LESSONS if f"{x.slug}.md" == name), None)
-    if lesson:
-        return f"autograder/course/data/{lesson.slug}.toml"
-    return registry.Page(name.removesuffix(".md")).data
+        return lesson
+    pages = registry.pages() if pages is None else pages
+    return next((p for p in pages if f"{p.name}.md" == name), None) or registry.Page(name.removesuffix(".md"))
 
 
 def edition_page(name: str, text: str) -> str:
     """The page `course/NAME` as the edition shows it, from the sentences its data holds."""
-    return edition_text(text, sentences(name), f"course/{name}", data_of(name))
+    data = page_data(name)
+    return edition_text(text, data.edition, f"course/{name}", data.data)
 
 
 def edition_text(text: str, replaced, page: str = "the page", data: str = "its data", said=None) -> str:

@@ -105,9 +105,11 @@ class GraderRun:
         solved=frozenset(),
         bug: tuple[str, str] | None = None,
         solutions: Path | None = None,
+        code: tuple[str, str] | None = None,
     ):
         self.settings = settings
         self.solutions = solutions  # where `solved` tasks' code comes from (`solutions_of`)
+        self.code = code  # (key, text) of the function the page shows above the run (`shown_code`)
         self.committed_results = committed
         self.key = buildcache.sha("grader run", name, _grader_run_inputs())
         self.local = buildcache.sha(buildcache.machine(), self.key, grader_digest(settings))
@@ -195,9 +197,8 @@ def start(settings: SiteSettings, committed: buildcache.Committed) -> dict[str, 
         solved = frozenset(t.id for t in registry.lesson(bugged.lesson).tasks)
         bug = (f"{module_of(bugged.id)}.py", *bugged.demo_bug)
         args = ["--lesson", str(bugged.lesson)]
-        run = GraderRun("bug", args, settings, committed, solved, bug, solutions)
-        run.code = (code, buggy_function(solutions) if solutions else committed.get(code))
-        runs["scorecard-failure"] = run
+        shown = (code, buggy_function(solutions) if solutions else committed.get(code))
+        runs["scorecard-failure"] = GraderRun("bug", args, settings, committed, solved, bug, solutions, shown)
     return runs
 
 
