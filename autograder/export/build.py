@@ -147,7 +147,7 @@ def build(check: bool) -> tuple[list[str], list[str]]:
         changed.append(str(reference.SHIPPED.relative_to(SOLUTIONS.parent)))
         if not check:
             ship_answers()
-    if has_sources() and runs_through.stale():  # keyed like the shipped answers
+    if has_sources() and runs_through.stale():  # keyed like the shipped answers, and by its recorder
         changed.append(str(blame.RUNS_THROUGH.relative_to(SOLUTIONS.parent)))
         if not check:
             runs_through.write()

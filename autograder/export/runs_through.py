@@ -5,16 +5,19 @@ own, so it needs to know, check by check, which tasks' code a check's scenarios 
 runs `**` alone, while its headline divides, and division runs `**` and `*`. That is a property of the check and
 of the course's code, not of a learner's: `record()` runs every grading check here over the whole reference,
 each of its `learner.run` calls under a tracer that notes every function of `solutions/` that runs, and files the
-regions those functions hold, with their file, owner and tasks (a region shared with the check's own task is the
-check's own code: 7.1 owns the backward closures it shares with lesson 5).
+regions those functions hold, with their file, owner and tasks (a region that holds the check's own task alone is
+its own code; one it shares, as 7.1 shares the backward closures of lesson 5, is kept: which of its other tasks
+the check runs through is blame's to say).
 
 `python -m autograder dev build` writes the record to `autograder/lessons/runs_through.json`, keyed by the digest of
 the sources that decide it (the reference, the grading tests, the kit and the worker's helpers: the shipped
-answers' key), and `build --check` says when it is stale. A student edition ships it, for its visible checks.
+answers' key) and of this recorder, and `build --check` says when it is stale. A student edition ships it, for
+its visible checks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import json
@@ -23,8 +26,8 @@ import threading
 from pathlib import Path
 
 from autograder.course.regions import SOLUTIONS, Region, all_regions
-from autograder.grading import blame
-from autograder.grading.reference import Reference, ReferenceCode, answers_digest
+from autograder.grading import blame, caches
+from autograder.grading.reference import Reference, ReferenceCode
 from autograder.grading.tasks import LESSONS, LESSONS_PACKAGE
 from autograder.worker.scenario import SCENARIO_FLAG
 from autograder.worker.wire import to_plain
@@ -106,21 +109,28 @@ def record(lessons: tuple[int, ...] = ()) -> dict[str, list[list[str]]]:
             fn(**{name: fixtures[name] for name in wanted})
         except Exception as exc:
             raise RuntimeError(f"{key}: the reference fails its own check here ({type(exc).__name__}: {exc})") from exc
-        ran = {r for code in learner.ran for r in _regions_of(code, regions) if task_id not in r.tasks}
+        ran = {r for code in learner.ran for r in _regions_of(code, regions) if r.tasks != (task_id,)}
         out[key] = sorted([r.module, r.owner, *r.tasks] for r in ran)
     return out
+
+
+def sources_digest() -> str:
+    """What the record is made from: the sources the shipped answers are keyed by, and this recorder (which regions
+    it keeps is part of the record)."""
+    recorder = hashlib.sha256(Path(__file__).read_bytes().replace(b"\r\n", b"\n"))
+    return caches.sources_digest(caches.SOURCES, recorder)
 
 
 def text(record_: dict[str, list[list[str]]], sources: str | None = None) -> str:
     """The file's text: the sources' digest, then one check a line (a change of one check is a change of a line)."""
     lines = [json.dumps(k) + ":" + json.dumps(v) for k, v in sorted(record_.items())]
-    return f'{{"sources":"{sources or answers_digest()}","checks":{{\n' + ",\n".join(lines) + "\n}}\n"
+    return f'{{"sources":"{sources or sources_digest()}","checks":{{\n' + ",\n".join(lines) + "\n}}\n"
 
 
 def stale() -> bool:
     """Whether the committed record was made from other sources than these (or is missing)."""
     try:
-        return json.loads(blame.RUNS_THROUGH.read_text()).get("sources") != answers_digest()
+        return json.loads(blame.RUNS_THROUGH.read_text()).get("sources") != sources_digest()
     except (OSError, ValueError, AttributeError):
         return True
 

@@ -11,6 +11,11 @@ divides, and division runs `**` and `*`. `python -m autograder dev build` record
   holds the reference of its prerequisites, the reference of every other file); in a capstone's checks, which run
   the learner's files whole, all of them.
 
+A region the check's own task shares with earlier tasks is theirs too: 6.2's backward is 6.1's, 7.1's closures
+are lesson 5's rules, so a check of 6.2 that goes wrong where 6.1 fails on its own waits for 6.1, in a run that
+grades 6.2 alone as in a full one. The later task of a shared region is not run through: 6.1's checks do not wait
+for 6.2.
+
 A task *fails on its own* when one of its checks went wrong that no task it runs through explains; a task explains
 a check when it fails on its own (for another reason than the check gives: a file that does not load fails every
 task with one message, and each keeps it). Tasks are decided from the checks up: one with a wrong check whose
@@ -100,7 +105,7 @@ def through(check: TestResult, edition: bool) -> frozenset[str]:
     if not edition and not registry.task(own).runs_whole:  # the regions the task's worker takes from the learner
         task = graded(own)
         ran = [r for r in ran if r.module == task.module and r.owner not in task.prerequisite_owners]
-    return frozenset(t for r in ran for t in r.tasks) - {own}
+    return frozenset(t for r in ran for t in r.tasks if t != own and (own not in r.tasks or order(t) < order(own)))
 
 
 @cache
